@@ -1,0 +1,149 @@
+//! ULID newtypes: a `PlanId` or `DecisionId` always holds a valid ULID.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use ulid::{Generator, Ulid};
+
+use crate::error::{Error, Result};
+
+/// One generator for the process, so ids minted in the same millisecond
+/// still sort in creation order.
+static GENERATOR: Mutex<Option<Generator>> = Mutex::new(None);
+
+fn next_ulid() -> Ulid {
+    let mut guard = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let generator = guard.get_or_insert_with(Generator::new);
+    // Overflow needs 2^80 ids within one millisecond; fall back to a fresh one.
+    generator.generate().unwrap_or_else(|_| Ulid::new())
+}
+
+/// Parses a canonical ULID: 26 characters of Crockford base32, upper case.
+fn parse_ulid(field: &str, s: &str) -> Result<Ulid> {
+    if s.len() != 26 {
+        return Err(Error::validation(
+            field,
+            format!("{s:?} is not a ULID (expected 26 characters, got {})", s.chars().count()),
+        ));
+    }
+    let ulid = Ulid::from_string(s).map_err(|e| Error::validation(field, format!("{s:?} is not a ULID ({e})")))?;
+    // The ulid crate also reads lower case and Crockford's look-alike letters;
+    // only the canonical spelling keeps ids byte-comparable in the store.
+    if ulid.to_string() != s {
+        return Err(Error::validation(field, format!("{s:?} is not a canonical ULID (upper-case Crockford base32)")));
+    }
+    Ok(ulid)
+}
+
+macro_rules! ulid_newtype {
+    ($(#[$doc:meta])* $name:ident, $field:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(Ulid);
+
+        impl $name {
+            /// A new id from the process-wide monotonic generator.
+            pub fn generate() -> Self {
+                Self(next_ulid())
+            }
+
+            /// Parses a ULID; the error names the field `
+            #[doc = $field]
+            /// `.
+            ///
+            /// # Errors
+            /// [`Error::Validation`] when `s` is not a canonical ULID.
+            pub fn parse(s: &str) -> Result<Self> {
+                Self::parse_field($field, s)
+            }
+
+            /// Parses a ULID, naming `field` in the error.
+            ///
+            /// # Errors
+            /// [`Error::Validation`] when `s` is not a canonical ULID.
+            pub fn parse_field(field: &str, s: &str) -> Result<Self> {
+                parse_ulid(field, s).map(Self)
+            }
+
+            /// Milliseconds since the Unix epoch encoded in the id.
+            pub fn timestamp_ms(&self) -> u64 {
+                self.0.timestamp_ms()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0, f)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({})", stringify!($name), self.0)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                Self::parse(s)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                s.collect_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                Self::parse(&s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+ulid_newtype!(
+    /// The id of a plan: a ULID.
+    PlanId,
+    "plan_id"
+);
+ulid_newtype!(
+    /// The id of a decision: a ULID, generated monotonically when not given.
+    DecisionId,
+    "decision_id"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_ids_sort_in_creation_order() {
+        let ids: Vec<DecisionId> = (0..1000).map(|_| DecisionId::generate()).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(ids, sorted);
+    }
+
+    #[test]
+    fn rejects_bad_ulids_naming_the_field() {
+        for bad in [
+            "",
+            "not-a-ulid",
+            "01ARZ3NDEKTSV4RRFFQ69G5FA",
+            "01arz3ndektsv4rrffq69g5fav",
+            "01ARZ3NDEKTSV4RRFFQ69G5FAI",
+            "81ARZ3NDEKTSV4RRFFQ69G5FAV",
+        ] {
+            let err = PlanId::parse(bad).unwrap_err().to_string();
+            assert!(err.contains("plan_id"), "{bad}: {err}");
+        }
+        let id = DecisionId::parse("01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap();
+        assert_eq!(id.to_string(), "01ARZ3NDEKTSV4RRFFQ69G5FAV");
+    }
+}

@@ -1,0 +1,11 @@
+//! The decision domain: ids, types, the decision record and plan trees.
+
+mod ids;
+mod model;
+mod tree;
+mod types;
+
+pub use ids::{DecisionId, PlanId};
+pub use model::{Alternative, ArtifactRef, ContextSnapshot, Decision, DecisionBuilder, ResourceRef};
+pub use tree::DecisionTree;
+pub use types::{DecisionType, Phase, EXECUTE_TYPES, STRATEGIZE_TYPES};

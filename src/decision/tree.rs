@@ -1,0 +1,239 @@
+//! A plan's decision tree and its history links, rebuilt from stored rows.
+//!
+//! [`DecisionTree`] takes every decision of one plan (as one batched read
+//! gives them) and answers tree questions (roots, children in sequence order,
+//! depth, path to root, descendants, subtree) with a petgraph graph, and
+//! history questions (correction chains, supersession, the effective set)
+//! from two id maps. Nothing here touches storage, so every backend shares it.
+
+use std::collections::HashMap;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::visit::{Bfs, EdgeRef};
+use petgraph::Direction;
+
+use super::ids::{DecisionId, PlanId};
+use super::model::Decision;
+
+/// The decisions of one plan as a tree, with their corrections and supersessions.
+#[derive(Debug, Clone)]
+pub struct DecisionTree {
+    plan_id: Option<PlanId>,
+    /// Sorted by sequence; the position is also the node index in `graph`.
+    decisions: Vec<Decision>,
+    index: HashMap<DecisionId, NodeIndex>,
+    /// parent -> child edges.
+    graph: DiGraph<DecisionId, ()>,
+    /// corrected id -> the decisions correcting it, in sequence order.
+    corrected_by: HashMap<DecisionId, Vec<DecisionId>>,
+    /// Depth of each node from its root; `None` where no root reaches it.
+    depth: Vec<Option<usize>>,
+}
+
+impl DecisionTree {
+    /// Builds the tree from the decisions of one plan (in any order).
+    /// A decision whose parent is not among them counts as a root; see
+    /// [`DecisionTree::orphans`].
+    pub fn from_decisions(mut decisions: Vec<Decision>) -> Self {
+        decisions.sort_by_key(|d| (d.sequence(), d.decision_id()));
+        let mut graph = DiGraph::with_capacity(decisions.len(), decisions.len());
+        let mut index = HashMap::with_capacity(decisions.len());
+        for d in &decisions {
+            index.insert(d.decision_id(), graph.add_node(d.decision_id()));
+        }
+        let mut corrected_by: HashMap<DecisionId, Vec<DecisionId>> = HashMap::new();
+        // Edges are added in reverse sequence order: petgraph lists the
+        // newest edge first, so children then come out in sequence order.
+        for d in decisions.iter().rev() {
+            if let Some(&p) = d.parent_decision_id().and_then(|p| index.get(&p)) {
+                graph.add_edge(p, index[&d.decision_id()], ());
+            }
+        }
+        for d in &decisions {
+            if let Some(c) = d.corrects_decision_id() {
+                corrected_by.entry(c).or_default().push(d.decision_id());
+            }
+        }
+        let mut depth = vec![None; decisions.len()];
+        let mut queue: std::collections::VecDeque<NodeIndex> = graph
+            .node_indices()
+            .filter(|&n| graph.neighbors_directed(n, Direction::Incoming).next().is_none())
+            .collect();
+        for &r in &queue {
+            depth[r.index()] = Some(0);
+        }
+        while let Some(n) = queue.pop_front() {
+            let next = depth[n.index()].map(|d| d + 1);
+            for c in graph.neighbors(n) {
+                if depth[c.index()].is_none() {
+                    depth[c.index()] = next;
+                    queue.push_back(c);
+                }
+            }
+        }
+        let plan_id = decisions.first().map(|d| d.plan_id());
+        DecisionTree { plan_id, decisions, index, graph, corrected_by, depth }
+    }
+
+    /// The plan, or `None` for an empty tree.
+    pub fn plan_id(&self) -> Option<PlanId> {
+        self.plan_id
+    }
+
+    /// Every decision, in sequence order.
+    pub fn decisions(&self) -> &[Decision] {
+        &self.decisions
+    }
+
+    pub fn len(&self) -> usize {
+        self.decisions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.decisions.is_empty()
+    }
+
+    /// One decision by id.
+    pub fn get(&self, id: DecisionId) -> Option<&Decision> {
+        self.index.get(&id).map(|n| &self.decisions[n.index()])
+    }
+
+    fn node(&self, n: NodeIndex) -> &Decision {
+        &self.decisions[n.index()]
+    }
+
+    /// Decisions without a parent in the plan, in sequence order.
+    pub fn roots(&self) -> Vec<&Decision> {
+        self.decisions.iter().filter(|d| self.parent(d.decision_id()).is_none()).collect()
+    }
+
+    /// Decisions that name a parent which is not in the plan.
+    pub fn orphans(&self) -> Vec<&Decision> {
+        self.decisions.iter().filter(|d| d.parent_decision_id().is_some_and(|p| !self.index.contains_key(&p))).collect()
+    }
+
+    /// The parent in the plan.
+    pub fn parent(&self, id: DecisionId) -> Option<&Decision> {
+        let n = *self.index.get(&id)?;
+        self.graph.edges_directed(n, Direction::Incoming).next().map(|e| self.node(e.source()))
+    }
+
+    /// Direct children, in sequence order.
+    pub fn children(&self, id: DecisionId) -> Vec<&Decision> {
+        match self.index.get(&id) {
+            Some(&n) => self.graph.neighbors(n).map(|c| self.node(c)).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Distance from the root (a root has depth 0).
+    pub fn depth(&self, id: DecisionId) -> Option<usize> {
+        self.index.get(&id).and_then(|n| self.depth[n.index()])
+    }
+
+    /// The largest depth in the tree.
+    pub fn max_depth(&self) -> usize {
+        self.depth.iter().flatten().copied().max().unwrap_or(0)
+    }
+
+    /// From the decision up to its root, the decision first.
+    pub fn path_to_root(&self, id: DecisionId) -> Vec<&Decision> {
+        let mut path = Vec::new();
+        let mut cur = self.get(id);
+        while let Some(d) = cur {
+            if path.len() > self.decisions.len() {
+                break; // a parent cycle; cannot come from a store
+            }
+            path.push(d);
+            cur = self.parent(d.decision_id());
+        }
+        path
+    }
+
+    /// Every decision below this one, breadth first.
+    pub fn descendants(&self, id: DecisionId) -> Vec<&Decision> {
+        let mut out = self.subtree(id);
+        if !out.is_empty() {
+            out.remove(0);
+        }
+        out
+    }
+
+    /// The decision and everything below it, breadth first.
+    pub fn subtree(&self, id: DecisionId) -> Vec<&Decision> {
+        let Some(&start) = self.index.get(&id) else { return Vec::new() };
+        let mut bfs = Bfs::new(&self.graph, start);
+        let mut out = Vec::new();
+        while let Some(n) = bfs.next(&self.graph) {
+            out.push(self.node(n));
+        }
+        out
+    }
+
+    /// The decisions that correct `id`, in sequence order.
+    pub fn corrected_by(&self, id: DecisionId) -> &[DecisionId] {
+        self.corrected_by.get(&id).map_or(&[], Vec::as_slice)
+    }
+
+    /// The correction chain through `id`: the original decision first, then
+    /// each correction after the one it corrects (following the latest
+    /// correction where there are several).
+    pub fn correction_chain(&self, id: DecisionId) -> Vec<&Decision> {
+        let Some(start) = self.get(id) else { return Vec::new() };
+        let mut back = vec![start];
+        while let Some(prev) = back.last().and_then(|d| d.corrects_decision_id()).and_then(|c| self.get(c)) {
+            if back.len() > self.decisions.len() {
+                break;
+            }
+            back.push(prev);
+        }
+        back.reverse();
+        let mut cur = id;
+        while let Some(&next) = self.corrected_by(cur).last() {
+            if back.len() > self.decisions.len() {
+                break;
+            }
+            back.extend(self.get(next));
+            cur = next;
+        }
+        back
+    }
+
+    /// The supersession path from `id`: each decision that replaced the one before, oldest first (without `id`).
+    pub fn supersession_path(&self, id: DecisionId) -> Vec<&Decision> {
+        let mut out: Vec<&Decision> = Vec::new();
+        let mut cur = self.get(id).and_then(|d| d.superseded_by());
+        while let Some(next) = cur.and_then(|n| self.get(n)) {
+            if out.len() > self.decisions.len() {
+                break;
+            }
+            out.push(next);
+            cur = next.superseded_by();
+        }
+        out
+    }
+
+    /// True when nothing corrects the decision and it is not superseded.
+    pub fn is_effective(&self, id: DecisionId) -> bool {
+        self.get(id).is_some_and(|d| !d.is_superseded() && self.corrected_by(id).is_empty())
+    }
+
+    /// The effective decisions, in sequence order.
+    pub fn effective(&self) -> Vec<&Decision> {
+        self.decisions.iter().filter(|d| self.is_effective(d.decision_id())).collect()
+    }
+
+    /// The decision that stands for `id` now: follow the latest correction and
+    /// the supersession link, repeatedly, until neither applies.
+    pub fn standing(&self, id: DecisionId) -> Option<&Decision> {
+        let mut cur = self.get(id)?;
+        for _ in 0..=self.decisions.len() {
+            let next = self.corrected_by(cur.decision_id()).last().copied().or(cur.superseded_by());
+            match next.and_then(|n| self.get(n)) {
+                Some(n) => cur = n,
+                None => return Some(cur),
+            }
+        }
+        None // a loop, which a store never lets in
+    }
+}

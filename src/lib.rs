@@ -1,0 +1,41 @@
+//! # decision-store
+//!
+//! An embedded store for the decisions AI agents make and the UKO context
+//! graph they plan from, in one SQLite file.
+//!
+//! - [`decision`]: the typed, always-valid [`Decision`] record, its ids and
+//!   types, and [`DecisionTree`] (trees, correction chains, supersession,
+//!   the effective set) rebuilt from stored rows.
+//! - [`store`]: [`Store`], the SQLite file with its migrations.
+//! - [`uko`]: graph nodes and edges; [`projection`]: depth/breadth
+//!   projection of context from the graph; [`inheritance`]: a child plan's
+//!   skeleton of its parent's context.
+//! - [`exchange`]: JSON Lines import and export in the interchange format.
+//!
+//! ```
+//! use decision_store::{Decision, DecisionType, PlanId, Store};
+//! # let dir = tempfile::tempdir()?;
+//! let mut store = Store::open(dir.path().join("agent.db"))?;
+//! let plan = PlanId::generate();
+//! let root = Decision::builder(plan, DecisionType::PromptDefinition, 0).chosen_option("ship it").build()?;
+//! let step = Decision::builder(plan, DecisionType::ToolInvocation, 1).parent(root.decision_id()).build()?;
+//! store.insert_many([&root, &step])?;
+//! let tree = store.decision_tree(plan)?;
+//! assert_eq!(tree.children(root.decision_id())[0].decision_id(), step.decision_id());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod decision;
+pub mod error;
+pub mod exchange;
+pub mod inheritance;
+pub mod projection;
+pub mod store;
+pub mod uko;
+
+pub use decision::{
+    Alternative, ArtifactRef, ContextSnapshot, Decision, DecisionBuilder, DecisionId, DecisionTree, DecisionType,
+    Phase, PlanId, ResourceRef, EXECUTE_TYPES, STRATEGIZE_TYPES,
+};
+pub use error::{Error, Result};
+pub use store::Store;

@@ -1,0 +1,532 @@
+//! Depth/breadth projection: context materialised from the UKO graph.
+//!
+//! A [`ProjectionSpec`] names focus nodes, a breadth (BFS hops) and a full
+//! depth (a number or a named level of the domain's [`DetailLevelMap`]).
+//! [`DepthBreadthProjector`] walks the graph breadth-first from all focus
+//! nodes at once; every node keeps its smallest distance and gets a detail
+//! depth that falls linearly with distance (the depth gradient), and
+//! [`ContextFragment`]s carry the node's view at that depth.
+//!
+//! ## Determinism
+//!
+//! Output is ordered by (distance, uri); a gradient depth is
+//! `round(D × (1 − d / b))` with ties to even, in exact integer arithmetic.
+//!
+//! ## Performance
+//!
+//! The projector asks its [`GraphSource`] once per hop for the whole
+//! frontier and keeps the visited set in memory; only reached nodes are read.
+//! With `max_fan_out` set, a hub contributes at most that many new
+//! neighbours per hop and the cut is reported.
+
+mod levels;
+mod tokens;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub use levels::{DetailLevelMap, DetailLevelRegistry};
+pub use tokens::{CharEstimate, Cl100k, TokenCounter};
+
+use crate::error::{Error, Result};
+use crate::uko::{Direction, GraphSource, NodeKey};
+
+/// The full detail depth of a projection: a number or a named level.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Depth {
+    Level(u32),
+    Named(String),
+}
+
+impl Depth {
+    /// A numeric depth; negative numbers are refused.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] on `depth` saying it must be non-negative.
+    pub fn level(n: i64) -> Result<Depth> {
+        u32::try_from(n)
+            .map(Depth::Level)
+            .map_err(|_| Error::validation("depth", format!("must be a non-negative integer, got {n}")))
+    }
+
+    /// A named level such as `FULL_SOURCE`.
+    pub fn named(name: impl Into<String>) -> Depth {
+        Depth::Named(name.into())
+    }
+}
+
+impl std::str::FromStr for Depth {
+    type Err = Error;
+    /// Digits (optionally signed) are a level, anything else a name.
+    fn from_str(s: &str) -> Result<Depth> {
+        match s.parse::<i64>() {
+            Ok(n) => Depth::level(n),
+            Err(_) if s.is_empty() => Err(Error::validation("depth", "must not be empty")),
+            Err(_) => Ok(Depth::named(s)),
+        }
+    }
+}
+
+impl fmt::Display for Depth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Depth::Level(n) => write!(f, "{n}"),
+            Depth::Named(s) => f.write_str(s),
+        }
+    }
+}
+
+impl Serialize for Depth {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Depth::Level(n) => s.serialize_u32(*n),
+            Depth::Named(name) => s.serialize_str(name),
+        }
+    }
+}
+
+/// What to project. Immutable: `with_*` methods return a new spec.
+///
+/// ```compile_fail
+/// let mut spec = decision_store::projection::ProjectionSpec::new(["class://A"], 2, 9).unwrap();
+/// spec.breadth = 3; // fields are private
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProjectionSpec {
+    focus: Vec<String>,
+    breadth: u32,
+    depth: Depth,
+    depth_gradient: bool,
+    domain: String,
+    direction: Direction,
+    relations: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_fan_out: Option<usize>,
+}
+
+impl ProjectionSpec {
+    /// A spec with the defaults: gradient on, domain `uko-code:`, outgoing
+    /// edges of every relation, no fan-out cap.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] for an empty focus list or an empty URI.
+    ///
+    /// # Example
+    /// ```
+    /// use decision_store::projection::{Depth, ProjectionSpec};
+    /// let spec = ProjectionSpec::new(["class://AuthManager"], 2, Depth::named("SIGNATURES"))?;
+    /// assert!(spec.depth_gradient());
+    /// assert_eq!(spec.domain(), "uko-code:");
+    /// # Ok::<(), decision_store::Error>(())
+    /// ```
+    pub fn new<S: Into<String>>(
+        focus: impl IntoIterator<Item = S>,
+        breadth: u32,
+        depth: impl Into<Depth>,
+    ) -> Result<Self> {
+        let focus: Vec<String> = focus.into_iter().map(Into::into).collect();
+        if focus.is_empty() {
+            return Err(Error::validation("focus", "must name at least one node"));
+        }
+        if focus.iter().any(String::is_empty) {
+            return Err(Error::validation("focus", "a focus URI must not be empty"));
+        }
+        Ok(ProjectionSpec {
+            focus,
+            breadth,
+            depth: depth.into(),
+            depth_gradient: true,
+            domain: "uko-code:".into(),
+            direction: Direction::Outgoing,
+            relations: None,
+            max_fan_out: None,
+        })
+    }
+
+    pub fn with_depth_gradient(&self, on: bool) -> Self {
+        ProjectionSpec { depth_gradient: on, ..self.clone() }
+    }
+    pub fn with_domain(&self, domain: impl Into<String>) -> Self {
+        ProjectionSpec { domain: domain.into(), ..self.clone() }
+    }
+    pub fn with_direction(&self, direction: Direction) -> Self {
+        ProjectionSpec { direction, ..self.clone() }
+    }
+    pub fn with_breadth(&self, breadth: u32) -> Self {
+        ProjectionSpec { breadth, ..self.clone() }
+    }
+    /// Follows only edges of these relations.
+    pub fn with_relations<S: Into<String>>(&self, relations: impl IntoIterator<Item = S>) -> Self {
+        ProjectionSpec { relations: Some(relations.into_iter().map(Into::into).collect()), ..self.clone() }
+    }
+    /// Hub guard: at most `cap` new neighbours per node and hop (None: plain BFS).
+    pub fn with_max_fan_out(&self, cap: Option<usize>) -> Self {
+        ProjectionSpec { max_fan_out: cap, ..self.clone() }
+    }
+
+    pub fn focus(&self) -> &[String] {
+        &self.focus
+    }
+    pub fn breadth(&self) -> u32 {
+        self.breadth
+    }
+    pub fn depth(&self) -> &Depth {
+        &self.depth
+    }
+    pub fn depth_gradient(&self) -> bool {
+        self.depth_gradient
+    }
+    pub fn domain(&self) -> &str {
+        &self.domain
+    }
+    pub fn direction(&self) -> Direction {
+        self.direction
+    }
+    pub fn relations(&self) -> Option<&[String]> {
+        self.relations.as_deref()
+    }
+    pub fn max_fan_out(&self) -> Option<usize> {
+        self.max_fan_out
+    }
+}
+
+impl From<u32> for Depth {
+    fn from(n: u32) -> Depth {
+        Depth::Level(n)
+    }
+}
+
+/// One node reached by a projection. Immutable.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct ProjectedNode {
+    uri: String,
+    distance: u32,
+    resolved_depth: u32,
+}
+
+impl ProjectedNode {
+    pub fn new(uri: impl Into<String>, distance: u32, resolved_depth: u32) -> Self {
+        ProjectedNode { uri: uri.into(), distance, resolved_depth }
+    }
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+    pub fn distance(&self) -> u32 {
+        self.distance
+    }
+    pub fn resolved_depth(&self) -> u32 {
+        self.resolved_depth
+    }
+}
+
+/// The depth a node at `distance` gets: `round(full × (1 − distance / breadth))`,
+/// ties to even; `full` everywhere without the gradient or with breadth 0.
+pub fn gradient_depth(full: u32, distance: u32, breadth: u32, gradient: bool) -> u32 {
+    if !gradient || breadth == 0 {
+        return full;
+    }
+    let remaining = u64::from(breadth.saturating_sub(distance));
+    let num = u64::from(full) * remaining;
+    let den = u64::from(breadth);
+    let (q, r) = (num / den, num % den);
+    let q = match (2 * r).cmp(&den) {
+        std::cmp::Ordering::Greater => q + 1,
+        std::cmp::Ordering::Equal => q + (q & 1),
+        std::cmp::Ordering::Less => q,
+    };
+    q as u32
+}
+
+/// The result of a projection.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Projection {
+    pub spec: ProjectionSpec,
+    /// The resolved full depth.
+    pub full_depth: u32,
+    /// In (distance, uri) order.
+    pub nodes: Vec<ProjectedNode>,
+    /// Nodes whose neighbours the fan-out cap cut, with how many were left out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cut: Vec<(String, usize)>,
+}
+
+/// A piece of context: one node's view at its resolved depth.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ContextFragment {
+    uko_node: String,
+    content: String,
+    tokens: usize,
+    detail_depth: u32,
+    domain: String,
+    resource_uri: String,
+    score: f64,
+    metadata: Map<String, Value>,
+}
+
+impl ContextFragment {
+    /// A fragment whose resource is its node, score 1 and no metadata.
+    pub fn new(uko_node: impl Into<String>, content: impl Into<String>, tokens: usize, detail_depth: u32) -> Self {
+        let uko_node = uko_node.into();
+        ContextFragment {
+            resource_uri: uko_node.clone(),
+            uko_node,
+            content: content.into(),
+            tokens,
+            detail_depth,
+            domain: String::new(),
+            score: 1.0,
+            metadata: Map::new(),
+        }
+    }
+    pub fn with_domain(self, domain: impl Into<String>) -> Self {
+        ContextFragment { domain: domain.into(), ..self }
+    }
+    pub fn with_resource_uri(self, uri: impl Into<String>) -> Self {
+        ContextFragment { resource_uri: uri.into(), ..self }
+    }
+    pub fn with_score(self, score: f64) -> Self {
+        ContextFragment { score, ..self }
+    }
+    pub fn with_metadata(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.metadata.insert(key.into(), value);
+        self
+    }
+    pub fn with_content(self, content: impl Into<String>, tokens: usize, detail_depth: u32) -> Self {
+        ContextFragment { content: content.into(), tokens, detail_depth, ..self }
+    }
+
+    pub fn uko_node(&self) -> &str {
+        &self.uko_node
+    }
+    pub fn content(&self) -> &str {
+        &self.content
+    }
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+    pub fn detail_depth(&self) -> u32 {
+        self.detail_depth
+    }
+    pub fn domain(&self) -> &str {
+        &self.domain
+    }
+    pub fn resource_uri(&self) -> &str {
+        &self.resource_uri
+    }
+    pub fn score(&self) -> f64 {
+        self.score
+    }
+    pub fn metadata(&self) -> &Map<String, Value> {
+        &self.metadata
+    }
+}
+
+/// Fragments of a projection, and what a token budget left out.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FragmentSet {
+    pub fragments: Vec<ContextFragment>,
+    /// URIs of fragments the budget dropped, in (distance, uri) order.
+    pub dropped: Vec<String>,
+    pub total_tokens: usize,
+}
+
+/// Projects specs over a graph, resolving named depths with a registry.
+#[derive(Clone, Debug, Default)]
+pub struct DepthBreadthProjector {
+    registry: DetailLevelRegistry,
+}
+
+impl DepthBreadthProjector {
+    /// A projector with the three preset detail level maps.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A projector with the caller's registry.
+    pub fn with_registry(registry: DetailLevelRegistry) -> Self {
+        DepthBreadthProjector { registry }
+    }
+
+    pub fn registry(&self) -> &DetailLevelRegistry {
+        &self.registry
+    }
+
+    /// The full depth of a spec.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] when a named depth has no map or level.
+    pub fn resolve_depth(&self, spec: &ProjectionSpec) -> Result<u32> {
+        match spec.depth() {
+            Depth::Level(n) => Ok(*n),
+            Depth::Named(name) => self.registry.resolve(spec.domain(), name),
+        }
+    }
+
+    /// Multi-source BFS from every focus node, up to `breadth` hops.
+    ///
+    /// # Errors
+    /// [`Error::UnknownNode`] for a focus not in the graph, the errors of
+    /// [`DepthBreadthProjector::resolve_depth`], and the source's errors.
+    pub fn project(&self, graph: &impl GraphSource, spec: &ProjectionSpec) -> Result<Projection> {
+        let (projection, _) = self.walk(graph, spec)?;
+        Ok(projection)
+    }
+
+    fn walk(&self, graph: &impl GraphSource, spec: &ProjectionSpec) -> Result<(Projection, Vec<NodeKey>)> {
+        let full = self.resolve_depth(spec)?;
+        let focus = graph.resolve(spec.focus())?;
+        let mut distance: HashMap<NodeKey, u32> = HashMap::new();
+        let mut order: Vec<NodeKey> = Vec::new();
+        let mut frontier: Vec<NodeKey> = Vec::new();
+        for k in focus {
+            if distance.insert(k, 0).is_none() {
+                order.push(k);
+                frontier.push(k);
+            }
+        }
+        let mut cut: HashMap<NodeKey, usize> = HashMap::new();
+        for hop in 1..=spec.breadth() {
+            if frontier.is_empty() {
+                break;
+            }
+            frontier.sort_unstable();
+            let pairs = graph.expand(&frontier, spec.direction(), spec.relations())?;
+            let mut next = Vec::new();
+            let mut taken_from: (NodeKey, usize) = (NodeKey::MIN, 0);
+            for (from, to) in pairs {
+                if distance.contains_key(&to) {
+                    continue;
+                }
+                if let Some(cap) = spec.max_fan_out() {
+                    if taken_from.0 != from {
+                        taken_from = (from, 0);
+                    }
+                    if taken_from.1 >= cap {
+                        *cut.entry(from).or_default() += 1;
+                        continue;
+                    }
+                    taken_from.1 += 1;
+                }
+                distance.insert(to, hop);
+                order.push(to);
+                next.push(to);
+            }
+            frontier = next;
+        }
+        let records = graph.records(&order, false)?;
+        let uri_of: HashMap<NodeKey, &str> = records.iter().map(|r| (r.key, r.uri.as_str())).collect();
+        let mut nodes: Vec<(ProjectedNode, NodeKey)> = order
+            .iter()
+            .map(|k| {
+                let d = distance[k];
+                (ProjectedNode::new(uri_of[k], d, gradient_depth(full, d, spec.breadth(), spec.depth_gradient())), *k)
+            })
+            .collect();
+        nodes.sort_by(|a, b| (a.0.distance, &a.0.uri).cmp(&(b.0.distance, &b.0.uri)));
+        let mut cut: Vec<(String, usize)> = cut.into_iter().map(|(k, n)| (uri_of[&k].to_owned(), n)).collect();
+        cut.sort();
+        let keys = nodes.iter().map(|n| n.1).collect();
+        let projection =
+            Projection { spec: spec.clone(), full_depth: full, nodes: nodes.into_iter().map(|n| n.0).collect(), cut };
+        Ok((projection, keys))
+    }
+
+    /// Projects and materialises fragments: each node's view with the largest
+    /// depth not above its resolved depth, counted with `counter`. With a
+    /// budget, fragments are kept nearest first (then by score) while they
+    /// fit; the rest are reported as dropped.
+    ///
+    /// # Errors
+    /// As [`DepthBreadthProjector::project`].
+    pub fn project_fragments(
+        &self,
+        graph: &impl GraphSource,
+        spec: &ProjectionSpec,
+        counter: &dyn TokenCounter,
+        budget: Option<usize>,
+    ) -> Result<FragmentSet> {
+        let (projection, keys) = self.walk(graph, spec)?;
+        let records = graph.records(&keys, true)?;
+        let mut fragments = Vec::with_capacity(records.len());
+        for (node, rec) in projection.nodes.iter().zip(records) {
+            let content = rec
+                .views
+                .iter()
+                .filter(|v| v.depth <= node.resolved_depth)
+                .max_by_key(|v| v.depth)
+                .map(|v| v.content.clone())
+                .unwrap_or_default();
+            let tokens = counter.count(&content);
+            let mut f = ContextFragment::new(rec.uri, content, tokens, node.resolved_depth)
+                .with_domain(rec.domain)
+                .with_score(1.0 / f64::from(1 + node.distance))
+                .with_metadata("projected", Value::Bool(true))
+                .with_metadata("distance", Value::from(node.distance));
+            if !projection.cut.is_empty() {
+                f = f.with_metadata("fan_out_capped", Value::Bool(true));
+            }
+            fragments.push(f);
+        }
+        let mut set = FragmentSet { fragments, dropped: Vec::new(), total_tokens: 0 };
+        if let Some(budget) = budget {
+            set = apply_budget(set.fragments, budget);
+        }
+        set.total_tokens = set.fragments.iter().map(ContextFragment::tokens).sum();
+        Ok(set)
+    }
+}
+
+/// Keeps fragments in their (distance, uri) order while they fit the budget,
+/// visiting them by relevance: nearest first, then higher score.
+fn apply_budget(fragments: Vec<ContextFragment>, budget: usize) -> FragmentSet {
+    let distance = |f: &ContextFragment| f.metadata.get("distance").and_then(Value::as_u64).unwrap_or(u64::MAX);
+    let mut by_relevance: Vec<usize> = (0..fragments.len()).collect();
+    by_relevance.sort_by(|&a, &b| {
+        let (fa, fb) = (&fragments[a], &fragments[b]);
+        distance(fa).cmp(&distance(fb)).then(fb.score.total_cmp(&fa.score)).then(a.cmp(&b))
+    });
+    let mut used = 0;
+    let mut keep = HashSet::new();
+    for i in by_relevance {
+        if used + fragments[i].tokens <= budget {
+            used += fragments[i].tokens;
+            keep.insert(i);
+        }
+    }
+    let mut set = FragmentSet { fragments: Vec::new(), dropped: Vec::new(), total_tokens: used };
+    for (i, f) in fragments.into_iter().enumerate() {
+        if keep.contains(&i) {
+            set.fragments.push(f);
+        } else {
+            set.dropped.push(f.uko_node);
+        }
+    }
+    set
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gradient_rounds_half_to_even() {
+        assert_eq!(gradient_depth(9, 0, 2, true), 9);
+        assert_eq!(gradient_depth(9, 1, 2, true), 4); // 4.5 -> 4
+        assert_eq!(gradient_depth(9, 2, 2, true), 0);
+        assert_eq!(gradient_depth(3, 1, 2, true), 2); // 1.5 -> 2
+        assert_eq!(gradient_depth(9, 1, 3, true), 6);
+        assert_eq!(gradient_depth(10, 1, 3, true), 7); // 6.67 -> 7
+        assert_eq!(gradient_depth(9, 5, 0, true), 9);
+        assert_eq!(gradient_depth(9, 2, 2, false), 9);
+    }
+
+    #[test]
+    fn depth_parsing() {
+        assert_eq!("9".parse::<Depth>().unwrap(), Depth::Level(9));
+        assert_eq!("FULL_SOURCE".parse::<Depth>().unwrap(), Depth::named("FULL_SOURCE"));
+        assert!("-1".parse::<Depth>().unwrap_err().to_string().contains("non-negative"));
+    }
+}

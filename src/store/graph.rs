@@ -1,0 +1,316 @@
+//! Queries of the UKO graph tables (`uko_nodes`, `uko_node_views`, `uko_edges`).
+//!
+//! Traversal reads one BFS frontier per query: the frontier's node keys are
+//! bound as one `rarray` parameter and the edge table is searched through its
+//! primary key (outgoing) or `uko_edges_by_target` (incoming), so a
+//! projection touches only the nodes it reaches, whatever the graph's size.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+
+use super::{storage, Store};
+use crate::error::{Error, Result};
+use crate::uko::{Direction, GraphSource, NodeKey, NodeRecord, NodeView, UkoEdge, UkoGraph, UkoNode};
+
+/// Node and edge totals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct GraphCounts {
+    pub nodes: u64,
+    pub edges: u64,
+}
+
+/// A neighbour of a node, as [`Store::neighbours`] lists it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Neighbour {
+    pub uri: String,
+    pub relation: String,
+    pub weight: Option<f64>,
+    /// `Outgoing` when the edge leaves the node asked about.
+    pub direction: Direction,
+}
+
+fn key_array(keys: &[NodeKey]) -> Rc<Vec<SqlValue>> {
+    Rc::new(keys.iter().map(|&k| SqlValue::Integer(k)).collect())
+}
+
+fn text_array(items: &[String]) -> Rc<Vec<SqlValue>> {
+    Rc::new(items.iter().map(|s| SqlValue::Text(s.clone())).collect())
+}
+
+/// Adds or replaces nodes and their views inside a transaction.
+pub(crate) fn upsert_nodes_in(conn: &Connection, nodes: &[UkoNode]) -> Result<()> {
+    let mut upsert = conn
+        .prepare_cached(
+            "INSERT INTO uko_nodes (uri, domain, kind, label) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (uri) DO UPDATE SET domain = excluded.domain, kind = excluded.kind, label = excluded.label
+             RETURNING node_id",
+        )
+        .map_err(storage)?;
+    let mut clear = conn.prepare_cached("DELETE FROM uko_node_views WHERE node_id = ?1").map_err(storage)?;
+    let mut view = conn
+        .prepare_cached("INSERT INTO uko_node_views (node_id, depth, content) VALUES (?1, ?2, ?3)")
+        .map_err(storage)?;
+    for node in nodes {
+        node.validate()?;
+        let id: i64 =
+            upsert.query_row(params![node.uri, node.domain, node.kind, node.label], |r| r.get(0)).map_err(storage)?;
+        clear.execute([id]).map_err(storage)?;
+        for v in &node.views {
+            view.execute(params![id, v.depth, v.content]).map_err(storage)?;
+        }
+    }
+    Ok(())
+}
+
+/// Adds edges (or updates their weight) inside a transaction.
+pub(crate) fn upsert_edges_in(conn: &Connection, edges: &[UkoEdge]) -> Result<()> {
+    let mut find = conn.prepare_cached("SELECT node_id FROM uko_nodes WHERE uri = ?1").map_err(storage)?;
+    let mut upsert = conn
+        .prepare_cached(
+            "INSERT INTO uko_edges (source_id, target_id, relation, weight) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (source_id, relation, target_id) DO UPDATE SET weight = excluded.weight",
+        )
+        .map_err(storage)?;
+    for edge in edges {
+        edge.validate()?;
+        let mut key = |uri: &str| -> Result<i64> {
+            find.query_row([uri], |r| r.get(0))
+                .optional()
+                .map_err(storage)?
+                .ok_or_else(|| Error::UnknownNode(uri.to_owned()))
+        };
+        let (s, t) = (key(&edge.source)?, key(&edge.target)?);
+        upsert.execute(params![s, t, edge.relation, edge.weight]).map_err(storage)?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Adds or replaces nodes (and their views) in one transaction.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] for a bad node; nothing is written on error.
+    pub fn upsert_nodes(&mut self, nodes: &[UkoNode]) -> Result<()> {
+        self.write(|tx| upsert_nodes_in(tx, nodes))
+    }
+
+    /// Adds edges, or updates the weight of existing ones, in one transaction.
+    ///
+    /// # Errors
+    /// [`Error::UnknownNode`] naming an end that is not stored; nothing is written on error.
+    pub fn upsert_edges(&mut self, edges: &[UkoEdge]) -> Result<()> {
+        self.write(|tx| upsert_edges_in(tx, edges))
+    }
+
+    /// The neighbours of `uri` in `direction`, restricted to `relations` when given.
+    ///
+    /// # Errors
+    /// [`Error::UnknownNode`] when `uri` is not stored.
+    pub fn neighbours(&self, uri: &str, direction: Direction, relations: Option<&[String]>) -> Result<Vec<Neighbour>> {
+        let key = self.resolve(&[uri.to_owned()])?[0];
+        let mut out = Vec::new();
+        let queries: &[(Direction, &str)] = &[
+            (
+                Direction::Outgoing,
+                "SELECT n.uri, e.relation, e.weight FROM uko_edges e JOIN uko_nodes n ON n.node_id = e.target_id
+                 WHERE e.source_id = ?1 ORDER BY n.uri, e.relation",
+            ),
+            (
+                Direction::Incoming,
+                "SELECT n.uri, e.relation, e.weight FROM uko_edges e JOIN uko_nodes n ON n.node_id = e.source_id
+                 WHERE e.target_id = ?1 ORDER BY n.uri, e.relation",
+            ),
+        ];
+        for &(dir, sql) in queries {
+            if direction != Direction::Both && direction != dir {
+                continue;
+            }
+            let mut stmt = self.conn.prepare_cached(sql).map_err(storage)?;
+            let rows = stmt
+                .query_map([key], |r| {
+                    Ok(Neighbour { uri: r.get(0)?, relation: r.get(1)?, weight: r.get(2)?, direction: dir })
+                })
+                .map_err(storage)?;
+            for n in rows {
+                let n = n.map_err(storage)?;
+                if relations.is_none_or(|rs| rs.contains(&n.relation)) {
+                    out.push(n);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Node and edge totals.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the tables cannot be read.
+    pub fn graph_counts(&self) -> Result<GraphCounts> {
+        self.conn
+            .query_row("SELECT (SELECT count(*) FROM uko_nodes), (SELECT count(*) FROM uko_edges)", [], |r| {
+                Ok(GraphCounts { nodes: r.get(0)?, edges: r.get(1)? })
+            })
+            .map_err(storage)
+    }
+
+    /// Every node with its views, ordered by URI, streamed to `f`.
+    ///
+    /// # Errors
+    /// The first error of reading or of `f`.
+    pub fn for_each_node(&self, mut f: impl FnMut(UkoNode) -> Result<()>) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT n.uri, n.domain, n.kind, n.label, v.depth, v.content
+                 FROM uko_nodes n LEFT JOIN uko_node_views v ON v.node_id = n.node_id
+                 ORDER BY n.uri, v.depth",
+            )
+            .map_err(storage)?;
+        let mut rows = stmt.query([]).map_err(storage)?;
+        let mut current: Option<UkoNode> = None;
+        while let Some(r) = rows.next().map_err(storage)? {
+            let uri: String = r.get(0).map_err(storage)?;
+            if current.as_ref().is_none_or(|n| n.uri != uri) {
+                if let Some(done) = current.take() {
+                    f(done)?;
+                }
+                current = Some(UkoNode::new(
+                    uri,
+                    r.get::<_, String>(1).map_err(storage)?,
+                    r.get::<_, String>(2).map_err(storage)?,
+                    r.get::<_, String>(3).map_err(storage)?,
+                ));
+            }
+            if let Some(depth) = r.get::<_, Option<u32>>(4).map_err(storage)? {
+                let content: String = r.get(5).map_err(storage)?;
+                current.as_mut().expect("set above").views.push(NodeView { depth, content });
+            }
+        }
+        if let Some(done) = current {
+            f(done)?;
+        }
+        Ok(())
+    }
+
+    /// Every edge, ordered by source, relation and target URI, streamed to `f`.
+    ///
+    /// # Errors
+    /// The first error of reading or of `f`.
+    pub fn for_each_edge(&self, mut f: impl FnMut(UkoEdge) -> Result<()>) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT source, target, relation, weight FROM uko_edge_list ORDER BY source, relation, target",
+            )
+            .map_err(storage)?;
+        let mut rows = stmt.query([]).map_err(storage)?;
+        while let Some(r) = rows.next().map_err(storage)? {
+            f(UkoEdge {
+                source: r.get(0).map_err(storage)?,
+                target: r.get(1).map_err(storage)?,
+                relation: r.get(2).map_err(storage)?,
+                weight: r.get(3).map_err(storage)?,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The whole stored graph in memory (petgraph).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the tables cannot be read.
+    pub fn load_graph(&self) -> Result<UkoGraph> {
+        let mut g = UkoGraph::new();
+        self.for_each_node(|n| g.upsert_node(n))?;
+        self.for_each_edge(|e| g.upsert_edge(e))?;
+        Ok(g)
+    }
+}
+
+impl GraphSource for Store {
+    fn resolve(&self, uris: &[String]) -> Result<Vec<NodeKey>> {
+        let mut stmt =
+            self.conn.prepare_cached("SELECT uri, node_id FROM uko_nodes WHERE uri IN rarray(?1)").map_err(storage)?;
+        let found: HashMap<String, NodeKey> = stmt
+            .query_map([text_array(uris)], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(storage)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(storage)?;
+        uris.iter().map(|u| found.get(u).copied().ok_or_else(|| Error::UnknownNode(u.clone()))).collect()
+    }
+
+    fn expand(
+        &self,
+        frontier: &[NodeKey],
+        direction: Direction,
+        relations: Option<&[String]>,
+    ) -> Result<Vec<(NodeKey, NodeKey)>> {
+        const OUT: &str = "SELECT source_id, target_id FROM uko_edges WHERE source_id IN rarray(?1)";
+        const OUT_REL: &str =
+            "SELECT source_id, target_id FROM uko_edges WHERE source_id IN rarray(?1) AND relation IN rarray(?2)";
+        const IN: &str = "SELECT target_id, source_id FROM uko_edges WHERE target_id IN rarray(?1)";
+        const IN_REL: &str =
+            "SELECT target_id, source_id FROM uko_edges WHERE target_id IN rarray(?1) AND relation IN rarray(?2)";
+        let mut out = Vec::new();
+        let keys = key_array(frontier);
+        let rels = relations.map(text_array);
+        for (dir, plain, filtered) in [(Direction::Outgoing, OUT, OUT_REL), (Direction::Incoming, IN, IN_REL)] {
+            if direction != Direction::Both && direction != dir {
+                continue;
+            }
+            let mut stmt = self.conn.prepare_cached(if rels.is_some() { filtered } else { plain }).map_err(storage)?;
+            let map = |r: &rusqlite::Row<'_>| Ok((r.get::<_, NodeKey>(0)?, r.get::<_, NodeKey>(1)?));
+            let rows = match &rels {
+                Some(rels) => stmt.query_map(params![keys.clone(), rels.clone()], map),
+                None => stmt.query_map(params![keys.clone()], map),
+            }
+            .map_err(storage)?;
+            for pair in rows {
+                out.push(pair.map_err(storage)?);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
+    fn records(&self, keys: &[NodeKey], with_views: bool) -> Result<Vec<NodeRecord>> {
+        let array = key_array(keys);
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT node_id, uri, domain FROM uko_nodes WHERE node_id IN rarray(?1)")
+            .map_err(storage)?;
+        let mut by_key: HashMap<NodeKey, NodeRecord> = stmt
+            .query_map([array.clone()], |r| {
+                let key: NodeKey = r.get(0)?;
+                Ok((key, NodeRecord { key, uri: r.get(1)?, domain: r.get(2)?, views: Vec::new() }))
+            })
+            .map_err(storage)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(storage)?;
+        if with_views {
+            let mut stmt = self
+                .conn
+                .prepare_cached(
+                    "SELECT node_id, depth, content FROM uko_node_views WHERE node_id IN rarray(?1) ORDER BY node_id, depth",
+                )
+                .map_err(storage)?;
+            let rows = stmt
+                .query_map([array], |r| {
+                    Ok((r.get::<_, NodeKey>(0)?, NodeView { depth: r.get(1)?, content: r.get(2)? }))
+                })
+                .map_err(storage)?;
+            for row in rows {
+                let (key, view) = row.map_err(storage)?;
+                if let Some(rec) = by_key.get_mut(&key) {
+                    rec.views.push(view);
+                }
+            }
+        }
+        keys.iter().map(|k| by_key.remove(k).ok_or_else(|| Error::UnknownNode(format!("node key {k}")))).collect()
+    }
+}

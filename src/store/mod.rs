@@ -1,0 +1,380 @@
+//! The SQLite store: one file holds decisions and the UKO graph.
+//!
+//! [`Store::open`] creates or opens a store and brings its schema up to date;
+//! [`Store::open_read_only`] never writes and never creates a file. The
+//! queries of each table group live in their own module (`decisions`,
+//! `graph`); nothing of SQLite shows in the public API, which speaks domain
+//! types only, so another backend can offer the same methods.
+//!
+//! ## Locking
+//!
+//! The file is in WAL mode: readers never block the writer and see whole
+//! transactions only. Every write transaction starts with `BEGIN IMMEDIATE`,
+//! so concurrent writers queue on the busy timeout (5 s) instead of failing
+//! when a read lock would have to be upgraded. A `Store` is one connection:
+//! use one per thread.
+//!
+//! ## Compatibility
+//!
+//! The schema lives in `migrations/` (refinery, append-only, checksummed).
+//! A file is recognised as a store by its SQLite `application_id`; a store
+//! written by a newer schema is refused with [`Error::IncompatibleVersion`],
+//! and files of other applications with [`Error::NotAStore`], before anything
+//! is written to them.
+//!
+//! ## Performance
+//!
+//! Statements are prepared once and cached per connection; bulk writes run in
+//! one transaction. Plan reads are one query per table, and graph traversal
+//! asks for a whole BFS frontier per query (see `graph`).
+
+mod decisions;
+mod graph;
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::error::{Error, Result};
+
+pub use decisions::{DecisionCounts, PlanSummary};
+pub use graph::{GraphCounts, Neighbour};
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+/// `PRAGMA application_id` of a decision store: "DSTR".
+const APPLICATION_ID: i64 = 0x4453_5452;
+/// How long a connection waits for another writer before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The newest schema version this library knows.
+pub fn supported_schema_version() -> i64 {
+    embedded::migrations::runner().get_migrations().iter().map(|m| i64::from(m.version())).max().unwrap_or(0)
+}
+
+/// A decision store on one SQLite connection.
+pub struct Store {
+    conn: Connection,
+    path: Option<PathBuf>,
+    read_only: bool,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).field("read_only", &self.read_only).finish()
+    }
+}
+
+/// What is found at a path before SQLite is allowed to touch it.
+enum FileState {
+    Missing,
+    Empty,
+    Sqlite,
+}
+
+fn inspect(path: &Path) -> Result<FileState> {
+    let meta = match fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FileState::Missing),
+        Err(e) => return Err(Error::Io(e)),
+    };
+    if meta.is_dir() {
+        return Err(Error::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: is a directory, not a store file", path.display()),
+        )));
+    }
+    if meta.len() == 0 {
+        return Ok(FileState::Empty);
+    }
+    let mut header = [0u8; 16];
+    let mut file = fs::File::open(path)?;
+    let mut read = 0;
+    while read < header.len() {
+        match file.read(&mut header[read..])? {
+            0 => break,
+            n => read += n,
+        }
+    }
+    if read < header.len() || &header != b"SQLite format 3\0" {
+        return Err(Error::NotSqlite { path: path.to_owned() });
+    }
+    Ok(FileState::Sqlite)
+}
+
+/// Maps an engine error to ours, keeping the engine's types out of the API.
+pub(crate) fn storage(e: rusqlite::Error) -> Error {
+    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+    match e.sqlite_error_code() {
+        Some(DatabaseBusy | DatabaseLocked) => Error::Busy,
+        _ => Error::Storage(Box::new(e)),
+    }
+}
+
+impl Store {
+    /// Opens the store at `path`, creating it (or initialising a missing or
+    /// empty file) and applying pending migrations.
+    ///
+    /// # Errors
+    /// [`Error::NotSqlite`], [`Error::NotAStore`] or
+    /// [`Error::IncompatibleVersion`] for files that are not this library's
+    /// (left untouched); [`Error::Busy`], [`Error::Io`] or [`Error::Storage`]
+    /// when the environment fails.
+    ///
+    /// # Example
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = decision_store::Store::open(dir.path().join("agent.db"))?;
+    /// assert_eq!(store.schema_version()?, decision_store::store::supported_schema_version());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        let path = path.as_ref();
+        let state = inspect(path)?;
+        let conn = Connection::open(path).map_err(storage)?;
+        let mut store = Store { conn, path: Some(path.to_owned()), read_only: false };
+        store.conn.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
+        if matches!(state, FileState::Sqlite) {
+            store.identify()?;
+        }
+        store.configure()?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Opens an existing store for reading only: nothing is written to the
+    /// file, no file is created and no migration runs.
+    ///
+    /// # Errors
+    /// [`Error::NotCreated`] for a missing or empty file, and the errors of [`Store::open`].
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store> {
+        let path = path.as_ref();
+        match inspect(path)? {
+            FileState::Missing | FileState::Empty => return Err(Error::NotCreated { path: path.to_owned() }),
+            FileState::Sqlite => {}
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(storage)?;
+        let store = Store { conn, path: Some(path.to_owned()), read_only: true };
+        store.conn.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
+        if !store.identify()? {
+            return Err(Error::NotCreated { path: path.to_owned() });
+        }
+        // Per connection, read-only ones too: the checks in queries rely on it.
+        store.conn.pragma_update(None, "foreign_keys", true).map_err(storage)?;
+        rusqlite::vtab::array::load_module(&store.conn).map_err(storage)?;
+        Ok(store)
+    }
+
+    /// A store in memory, for quick use and tests; gone when dropped.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] if SQLite cannot allocate it.
+    pub fn open_in_memory() -> Result<Store> {
+        let conn = Connection::open_in_memory().map_err(storage)?;
+        let mut store = Store { conn, path: None, read_only: false };
+        store.configure()?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// The file behind the store (`None` in memory).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// True when opened with [`Store::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn display_path(&self) -> PathBuf {
+        self.path.clone().unwrap_or_else(|| PathBuf::from(":memory:"))
+    }
+
+    /// Checks, by reading only, that an existing SQLite file is a store this
+    /// library can use. Returns false for a blank SQLite file (no tables).
+    fn identify(&self) -> Result<bool> {
+        let not_sqlite = |e: rusqlite::Error| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::NotADatabase) => Error::NotSqlite { path: self.display_path() },
+            _ => storage(e),
+        };
+        let app_id: i64 = self.conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(not_sqlite)?;
+        let objects: i64 =
+            self.conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(not_sqlite)?;
+        if app_id != APPLICATION_ID {
+            if app_id == 0 && objects == 0 {
+                return Ok(false);
+            }
+            return Err(Error::NotAStore { path: self.display_path() });
+        }
+        let found = self.schema_version()?;
+        let supported = supported_schema_version();
+        if found > supported {
+            return Err(Error::IncompatibleVersion { path: self.display_path(), found, supported });
+        }
+        Ok(true)
+    }
+
+    /// Connection settings for a writable store; run outside any transaction.
+    fn configure(&self) -> Result<()> {
+        // WAL: readers and the writer do not block each other, and a commit is one append.
+        let mode: String = self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(storage)?;
+        debug_assert!(self.path.is_none() || mode.eq_ignore_ascii_case("wal"), "journal_mode {mode}");
+        // Enforce REFERENCES on every connection (SQLite's default is off).
+        self.conn.pragma_update(None, "foreign_keys", true).map_err(storage)?;
+        // NORMAL is durable in WAL mode except for the last commits on power loss, and much faster than FULL.
+        self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(storage)?;
+        // Queue behind other writers rather than fail at once.
+        self.conn.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
+        // rarray(): bind a whole id list as one parameter (BFS frontiers).
+        rusqlite::vtab::array::load_module(&self.conn).map_err(storage)?;
+        Ok(())
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        if self.schema_version()? == supported_schema_version() {
+            return Ok(());
+        }
+        let runner = embedded::migrations::runner().set_abort_divergent(true).set_abort_missing(true);
+        if let Err(e) = runner.run(&mut self.conn) {
+            // Another process may have migrated the same file meanwhile.
+            if self.schema_version()? != supported_schema_version() {
+                return Err(Error::Storage(Box::new(e)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The schema version of the file (0 for a file not yet initialised).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] if the history table cannot be read.
+    pub fn schema_version(&self) -> Result<i64> {
+        let has_history: bool = self
+            .conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'refinery_schema_history')",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(storage)?;
+        if !has_history {
+            return Ok(0);
+        }
+        self.conn
+            .query_row("SELECT coalesce(max(version), 0) FROM refinery_schema_history", [], |r| r.get(0))
+            .map_err(storage)
+    }
+
+    /// The SQLite library version in use.
+    pub fn sqlite_version() -> &'static str {
+        rusqlite::version()
+    }
+
+    /// Runs `f` in a write transaction started with `BEGIN IMMEDIATE`;
+    /// commits when it returns `Ok`, rolls back otherwise.
+    fn write<T>(&mut self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(storage)?;
+        let out = f(&tx)?;
+        tx.commit().map_err(storage)?;
+        Ok(out)
+    }
+
+    /// SQLite's `integrity_check` and `foreign_key_check`: one line per problem.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the checks cannot run.
+    pub fn storage_problems(&self) -> Result<Vec<String>> {
+        let mut problems = Vec::new();
+        let mut stmt = self.conn.prepare("PRAGMA integrity_check").map_err(storage)?;
+        for row in stmt.query_map([], |r| r.get::<_, String>(0)).map_err(storage)? {
+            let line = row.map_err(storage)?;
+            if line != "ok" {
+                problems.push(format!("integrity: {line}"));
+            }
+        }
+        let mut stmt = self.conn.prepare("PRAGMA foreign_key_check").map_err(storage)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(format!(
+                    "foreign key: {} row {} -> {}",
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?
+                ))
+            })
+            .map_err(storage)?;
+        for row in rows {
+            problems.push(row.map_err(storage)?);
+        }
+        Ok(problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_foreign_files_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = dir.path().join("garbage.db");
+        fs::write(&garbage, b"this is not a database at all, not even close").unwrap();
+        assert!(matches!(Store::open(&garbage), Err(Error::NotSqlite { .. })));
+        assert!(matches!(Store::open_read_only(&garbage), Err(Error::NotSqlite { .. })));
+        assert_eq!(fs::read(&garbage).unwrap(), b"this is not a database at all, not even close");
+
+        let other = dir.path().join("other.db");
+        Connection::open(&other).unwrap().execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);").unwrap();
+        let before = fs::read(&other).unwrap();
+        assert!(matches!(Store::open(&other), Err(Error::NotAStore { .. })));
+        assert!(matches!(Store::open_read_only(&other), Err(Error::NotAStore { .. })));
+        assert_eq!(fs::read(&other).unwrap(), before);
+    }
+
+    #[test]
+    fn missing_and_empty_files_are_stores_not_yet_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.db");
+        assert!(matches!(Store::open_read_only(&missing), Err(Error::NotCreated { .. })));
+        assert!(!missing.exists());
+        let empty = tempfile::NamedTempFile::new_in(dir.path()).unwrap();
+        assert!(matches!(Store::open_read_only(empty.path()), Err(Error::NotCreated { .. })));
+        assert_eq!(fs::metadata(empty.path()).unwrap().len(), 0);
+        let store = Store::open(empty.path()).unwrap();
+        assert_eq!(store.schema_version().unwrap(), supported_schema_version());
+        drop(store);
+        Store::open_read_only(empty.path()).unwrap();
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("future.db");
+        drop(Store::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        conn.execute(
+            "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) VALUES (999, 'future', '2030-01-01T00:00:00Z', '0')",
+            [],
+        )
+        .unwrap();
+        drop(conn);
+        let before = fs::read(&path).unwrap();
+        for result in [Store::open(&path), Store::open_read_only(&path)] {
+            match result {
+                Err(Error::IncompatibleVersion { found: 999, .. }) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(fs::read(&path).unwrap(), before);
+    }
+}

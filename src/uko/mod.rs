@@ -1,0 +1,303 @@
+//! The UKO graph: nodes (with views at increasing detail) and directed edges.
+//!
+//! The graph normally lives in the store's tables and is read a BFS frontier
+//! at a time ([`crate::Store`] implements [`GraphSource`]). [`UkoGraph`] is
+//! the same graph in memory (petgraph), for callers that want the whole of
+//! it and as an independent implementation the store is tested against.
+
+use std::collections::HashMap;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::visit::EdgeRef;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// A rendering of a node at one detail depth.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeView {
+    pub depth: u32,
+    pub content: String,
+}
+
+/// A node of the graph (interchange shape).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UkoNode {
+    pub uri: String,
+    pub domain: String,
+    pub kind: String,
+    pub label: String,
+    #[serde(default)]
+    pub views: Vec<NodeView>,
+}
+
+impl UkoNode {
+    /// A node without views.
+    pub fn new(
+        uri: impl Into<String>,
+        domain: impl Into<String>,
+        kind: impl Into<String>,
+        label: impl Into<String>,
+    ) -> Self {
+        UkoNode { uri: uri.into(), domain: domain.into(), kind: kind.into(), label: label.into(), views: Vec::new() }
+    }
+
+    /// Adds a view at `depth`.
+    pub fn with_view(mut self, depth: u32, content: impl Into<String>) -> Self {
+        self.views.push(NodeView { depth, content: content.into() });
+        self
+    }
+
+    /// Checks the node's own rules: a non-empty URI, one view per depth.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] naming `uri` or `views`.
+    pub fn validate(&self) -> Result<()> {
+        if self.uri.is_empty() {
+            return Err(Error::validation("uri", "must not be empty"));
+        }
+        let mut depths: Vec<u32> = self.views.iter().map(|v| v.depth).collect();
+        depths.sort_unstable();
+        if let Some(w) = depths.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::validation("views", format!("{}: two views at depth {}", self.uri, w[0])));
+        }
+        Ok(())
+    }
+
+    /// The view with the largest depth not above `depth`.
+    pub fn view_at(&self, depth: u32) -> Option<&NodeView> {
+        self.views.iter().filter(|v| v.depth <= depth).max_by_key(|v| v.depth)
+    }
+}
+
+/// A directed edge (interchange shape).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UkoEdge {
+    pub source: String,
+    pub target: String,
+    pub relation: String,
+    #[serde(default)]
+    pub weight: Option<f64>,
+}
+
+impl UkoEdge {
+    pub fn new(source: impl Into<String>, target: impl Into<String>, relation: impl Into<String>) -> Self {
+        UkoEdge { source: source.into(), target: target.into(), relation: relation.into(), weight: None }
+    }
+
+    /// Checks the edge's own rules: non-empty ends and relation, a finite weight.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        for (field, v) in [("source", &self.source), ("target", &self.target), ("relation", &self.relation)] {
+            if v.is_empty() {
+                return Err(Error::validation(field, "must not be empty"));
+            }
+        }
+        if self.weight.is_some_and(|w| !w.is_finite()) {
+            return Err(Error::validation("weight", "must be a finite number"));
+        }
+        Ok(())
+    }
+}
+
+/// Which edges a traversal follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// From source to target (the default).
+    #[default]
+    Outgoing,
+    /// From target to source.
+    Incoming,
+    /// Both ways.
+    Both,
+}
+
+impl std::str::FromStr for Direction {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "out" | "outgoing" => Ok(Direction::Outgoing),
+            "in" | "incoming" => Ok(Direction::Incoming),
+            "both" => Ok(Direction::Both),
+            _ => Err(Error::validation("direction", format!("{s:?} is not one of out, in, both"))),
+        }
+    }
+}
+
+/// A node key of a [`GraphSource`]: opaque outside its source.
+pub type NodeKey = i64;
+
+/// A node as the projector needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRecord {
+    pub key: NodeKey,
+    pub uri: String,
+    pub domain: String,
+    pub views: Vec<NodeView>,
+}
+
+/// Where a projection reads the graph from: the store or memory.
+pub trait GraphSource {
+    /// Keys of the nodes with these URIs, in the same order.
+    ///
+    /// # Errors
+    /// [`Error::UnknownNode`] naming the first URI that is not in the graph.
+    fn resolve(&self, uris: &[String]) -> Result<Vec<NodeKey>>;
+
+    /// The edges leaving the frontier in `direction`, as (frontier node,
+    /// neighbour) pairs sorted by frontier node then neighbour, restricted to
+    /// `relations` when given. One call per BFS hop.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the source cannot be read.
+    fn expand(
+        &self,
+        frontier: &[NodeKey],
+        direction: Direction,
+        relations: Option<&[String]>,
+    ) -> Result<Vec<(NodeKey, NodeKey)>>;
+
+    /// URIs, domains and (when `with_views`) views of these nodes, in the same order.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the source cannot be read.
+    fn records(&self, keys: &[NodeKey], with_views: bool) -> Result<Vec<NodeRecord>>;
+}
+
+/// The whole graph in memory, on petgraph.
+#[derive(Clone, Debug, Default)]
+pub struct UkoGraph {
+    graph: DiGraph<UkoNode, (String, Option<f64>)>,
+    by_uri: HashMap<String, NodeIndex>,
+}
+
+impl UkoGraph {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds or replaces a node.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] for a node that breaks its rules.
+    pub fn upsert_node(&mut self, node: UkoNode) -> Result<()> {
+        node.validate()?;
+        match self.by_uri.get(&node.uri) {
+            Some(&i) => self.graph[i] = node,
+            None => {
+                let uri = node.uri.clone();
+                let i = self.graph.add_node(node);
+                self.by_uri.insert(uri, i);
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds an edge, or updates the weight of the same (source, relation, target).
+    ///
+    /// # Errors
+    /// [`Error::UnknownNode`] naming an end that is not in the graph.
+    pub fn upsert_edge(&mut self, edge: UkoEdge) -> Result<()> {
+        edge.validate()?;
+        let s = *self.by_uri.get(&edge.source).ok_or_else(|| Error::UnknownNode(edge.source.clone()))?;
+        let t = *self.by_uri.get(&edge.target).ok_or_else(|| Error::UnknownNode(edge.target.clone()))?;
+        let existing = self.graph.edges_connecting(s, t).find(|e| e.weight().0 == edge.relation).map(|e| e.id());
+        match existing {
+            Some(e) => self.graph[e].1 = edge.weight,
+            None => {
+                self.graph.add_edge(s, t, (edge.relation, edge.weight));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn node(&self, uri: &str) -> Option<&UkoNode> {
+        self.by_uri.get(uri).map(|&i| &self.graph[i])
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    pub fn edge_count(&self) -> usize {
+        self.graph.edge_count()
+    }
+
+    /// The petgraph graph, for algorithms of the caller's own.
+    pub fn as_petgraph(&self) -> &DiGraph<UkoNode, (String, Option<f64>)> {
+        &self.graph
+    }
+
+    /// Every node, in insertion order.
+    pub fn nodes(&self) -> impl Iterator<Item = &UkoNode> {
+        self.graph.node_weights()
+    }
+
+    /// Every edge as an interchange record.
+    pub fn edges(&self) -> impl Iterator<Item = UkoEdge> + '_ {
+        self.graph.edge_references().map(|e| UkoEdge {
+            source: self.graph[e.source()].uri.clone(),
+            target: self.graph[e.target()].uri.clone(),
+            relation: e.weight().0.clone(),
+            weight: e.weight().1,
+        })
+    }
+}
+
+impl GraphSource for UkoGraph {
+    fn resolve(&self, uris: &[String]) -> Result<Vec<NodeKey>> {
+        uris.iter()
+            .map(|u| self.by_uri.get(u).map(|i| i.index() as NodeKey).ok_or_else(|| Error::UnknownNode(u.clone())))
+            .collect()
+    }
+
+    fn expand(
+        &self,
+        frontier: &[NodeKey],
+        direction: Direction,
+        relations: Option<&[String]>,
+    ) -> Result<Vec<(NodeKey, NodeKey)>> {
+        let keep = |rel: &String| relations.is_none_or(|rs| rs.contains(rel));
+        let mut out = Vec::new();
+        for &k in frontier {
+            let n = NodeIndex::new(k as usize);
+            let dirs: &[petgraph::Direction] = match direction {
+                Direction::Outgoing => &[petgraph::Direction::Outgoing],
+                Direction::Incoming => &[petgraph::Direction::Incoming],
+                Direction::Both => &[petgraph::Direction::Outgoing, petgraph::Direction::Incoming],
+            };
+            for &d in dirs {
+                for e in self.graph.edges_directed(n, d) {
+                    if keep(&e.weight().0) {
+                        let other = if d == petgraph::Direction::Outgoing { e.target() } else { e.source() };
+                        out.push((k, other.index() as NodeKey));
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
+    fn records(&self, keys: &[NodeKey], with_views: bool) -> Result<Vec<NodeRecord>> {
+        Ok(keys
+            .iter()
+            .map(|&k| {
+                let n = &self.graph[NodeIndex::new(k as usize)];
+                NodeRecord {
+                    key: k,
+                    uri: n.uri.clone(),
+                    domain: n.domain.clone(),
+                    views: if with_views { n.views.clone() } else { Vec::new() },
+                }
+            })
+            .collect())
+    }
+}
