@@ -137,9 +137,10 @@ pub trait SkeletonCompressor {
     ) -> Vec<ContextFragment>;
 }
 
-/// The default compressor: each fragment becomes its module-graph line at
-/// detail depth 1 (`[MODULE_GRAPH]: symbols=main,run`), or, when the budget
-/// is tight, its module listing at depth 0 (the file name). Lower-priority
+/// The default compressor: each fragment becomes its module listing (the
+/// file name) followed by its module-graph line at detail depth 1
+/// (`main.py` / `[MODULE_GRAPH]: symbols=main,run`), or, when the budget is
+/// tight, the listing alone at depth 0. Lower-priority
 /// fragments shrink first, and drop only when even listings do not fit.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DepthReductionCompressor;
@@ -176,10 +177,11 @@ impl SkeletonCompressor for DepthReductionCompressor {
         counter: &dyn TokenCounter,
     ) -> Vec<ContextFragment> {
         let render = |f: &ContextFragment, depth: u32| -> ContextFragment {
+            let name = listing_name(f.resource_uri());
             let text = if depth >= 1 {
-                format!("[MODULE_GRAPH]: symbols={}", defined_symbols(f.content()).join(","))
+                format!("{name}\n[MODULE_GRAPH]: symbols={}", defined_symbols(f.content()).join(","))
             } else {
-                listing_name(f.resource_uri()).to_owned()
+                name.to_owned()
             };
             let tokens = counter.count(&text);
             f.clone().with_content(text, tokens, depth).with_metadata("skeleton", serde_json::Value::Bool(true))

@@ -1,0 +1,158 @@
+//! The shared world and helpers of the step modules.
+
+mod decision;
+mod graph;
+mod inheritance;
+mod persistence;
+mod projection;
+mod repository;
+
+use std::path::PathBuf;
+
+use decision_store::inheritance::{AssembledContext, ChildContextResult, InheritanceConfig, PlanContextInheritance};
+use decision_store::projection::{
+    DetailLevelMap, DetailLevelRegistry, FragmentSet, ProjectedNode, Projection, ProjectionSpec,
+};
+use decision_store::{ContextSnapshot, Decision, DecisionId, Error, PlanId, Store};
+
+/// The outcome of a step: an error message fails the step.
+pub type StepResult = Result<(), String>;
+
+/// Fails the step with a message unless `cond` holds.
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => {
+        if !$cond {
+            return Err(format!($($msg)+));
+        }
+    };
+}
+pub(crate) use ensure;
+
+/// One scenario's state. Each scenario has its own temp directory and store file.
+#[derive(Debug, cucumber::World)]
+#[world(init = Self::new)]
+pub struct World {
+    pub dir: tempfile::TempDir,
+    pub store: Option<Store>,
+
+    // decisions
+    pub plan: Option<PlanId>,
+    pub parent: Option<DecisionId>,
+    pub corrected: Option<DecisionId>,
+    pub snapshot: Option<ContextSnapshot>,
+    pub decision: Option<Decision>,
+    pub copy: Option<Decision>,
+    pub restored: Option<Decision>,
+    pub originals: Vec<Decision>,
+    pub restored_all: Vec<Decision>,
+    pub error: Option<Error>,
+    pub named: std::collections::HashMap<String, Decision>,
+    pub snapshot_before: Option<Vec<String>>,
+
+    // projection
+    pub registry: DetailLevelRegistry,
+    pub spec: Option<ProjectionSpec>,
+    pub projected_node: Option<ProjectedNode>,
+    pub projection: Option<Projection>,
+    pub fragments: Option<FragmentSet>,
+    pub code_map: Option<DetailLevelMap>,
+
+    // inheritance
+    pub parent_context: Option<AssembledContext>,
+    pub mock_fragments: Option<usize>,
+    pub service: Option<PlanContextInheritance>,
+    pub config: Option<InheritanceConfig>,
+    pub child: Option<ChildContextResult>,
+    pub child_focus: Vec<String>,
+}
+
+impl World {
+    fn new() -> Self {
+        World {
+            dir: tempfile::tempdir().expect("temp dir"),
+            store: None,
+            plan: None,
+            parent: None,
+            corrected: None,
+            snapshot: None,
+            decision: None,
+            copy: None,
+            restored: None,
+            originals: Vec::new(),
+            restored_all: Vec::new(),
+            error: None,
+            named: Default::default(),
+            snapshot_before: None,
+            registry: DetailLevelRegistry::empty(),
+            spec: None,
+            projected_node: None,
+            projection: None,
+            fragments: None,
+            code_map: None,
+            parent_context: None,
+            mock_fragments: None,
+            service: None,
+            config: None,
+            child: None,
+            child_focus: Vec::new(),
+        }
+    }
+
+    /// The scenario's store file.
+    pub fn db_path(&self) -> PathBuf {
+        self.dir.path().join("scenario.db")
+    }
+
+    /// The scenario's store, opened on first use.
+    pub fn store(&mut self) -> Result<&mut Store, String> {
+        if self.store.is_none() {
+            self.store = Some(Store::open(self.db_path()).map_err(|e| e.to_string())?);
+        }
+        Ok(self.store.as_mut().expect("opened above"))
+    }
+
+    /// Closes the store and opens the file again, so reads come from disk.
+    pub fn reopen(&mut self) -> Result<&mut Store, String> {
+        self.store = None;
+        self.store()
+    }
+
+    pub fn plan(&mut self) -> PlanId {
+        *self.plan.get_or_insert_with(PlanId::generate)
+    }
+
+    pub fn decision(&self) -> Result<&Decision, String> {
+        match (&self.decision, &self.error) {
+            (Some(d), _) => Ok(d),
+            (None, Some(e)) => Err(format!("no decision was created: {e}")),
+            (None, None) => Err("no decision was created".into()),
+        }
+    }
+
+    pub fn restored(&self) -> Result<&Decision, String> {
+        self.restored.as_ref().ok_or_else(|| "nothing was restored".to_owned())
+    }
+
+    /// Records the outcome of an attempt to build a decision.
+    pub fn record(&mut self, result: decision_store::Result<Decision>) {
+        match result {
+            Ok(d) => {
+                self.decision = Some(d);
+                self.error = None;
+            }
+            Err(e) => {
+                self.decision = None;
+                self.error = Some(e);
+            }
+        }
+    }
+
+    pub fn error(&self) -> Result<&Error, String> {
+        self.error.as_ref().ok_or_else(|| "no error was raised".to_owned())
+    }
+}
+
+/// Parses "True"/"true"/"False"/"false".
+pub fn parse_bool(s: &str) -> bool {
+    s.eq_ignore_ascii_case("true")
+}

@@ -1,0 +1,1 @@
+//! Repository steps (filled in with features/repository.feature).
