@@ -29,6 +29,7 @@
 //! asks for a whole BFS frontier per query (see `graph`).
 
 mod decisions;
+mod exchange;
 mod graph;
 
 use std::fs;
@@ -41,6 +42,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::error::{Error, Result};
 
 pub use decisions::{DecisionCounts, PlanSummary};
+pub use exchange::{ImportOptions, ImportReport};
 pub use graph::{GraphCounts, Neighbour};
 
 mod embedded {

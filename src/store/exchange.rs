@@ -1,0 +1,375 @@
+//! Streaming JSON Lines import and export in the interchange format.
+//!
+//! Import reads one line at a time (constant memory, except for records that
+//! wait for a parent, a corrected or a superseding decision that has not
+//! arrived yet) and writes in one `BEGIN IMMEDIATE` transaction per file, or
+//! per `batch` lines. A bad line fails the import with its line number; in
+//! one-transaction mode the store is then exactly as it was.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+
+use rusqlite::Transaction;
+use serde::Serialize;
+
+use super::decisions::{get_in, insert_row, link_supersession};
+use super::graph::{upsert_edges_in, upsert_nodes_in};
+use super::{storage, Store};
+use crate::decision::{Decision, DecisionId, PlanId};
+use crate::error::{Error, Result};
+use crate::uko::{UkoEdge, UkoNode};
+
+/// How to import.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// Commit every this many lines; `None`: one transaction for the whole input.
+    pub batch: Option<usize>,
+}
+
+/// What an import did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ImportReport {
+    /// Non-blank lines read.
+    pub lines: u64,
+    /// Records written.
+    pub imported: u64,
+    /// Records already stored identically.
+    pub skipped: u64,
+    /// Supersession links recorded.
+    pub supersessions: u64,
+    /// Transactions committed.
+    pub batches: u64,
+    /// Bytes read.
+    pub bytes: u64,
+}
+
+impl std::fmt::Display for ImportReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "imported {}, skipped {} (already stored), {} supersession links, {} batch{} committed",
+            self.imported,
+            self.skipped,
+            self.supersessions,
+            self.batches,
+            if self.batches == 1 { "" } else { "es" }
+        )
+    }
+}
+
+/// Reads non-blank lines with their 1-based numbers; invalid UTF-8 is an error naming the line.
+struct Lines<R> {
+    reader: R,
+    buf: Vec<u8>,
+    line: u64,
+    bytes: u64,
+}
+
+impl<R: BufRead> Lines<R> {
+    fn new(reader: R) -> Self {
+        Lines { reader, buf: Vec::with_capacity(4096), line: 0, bytes: 0 }
+    }
+
+    fn next_line(&mut self) -> Result<Option<(u64, &str)>> {
+        loop {
+            self.buf.clear();
+            let n = self.reader.read_until(b'\n', &mut self.buf)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line += 1;
+            self.bytes += n as u64;
+            match std::str::from_utf8(&self.buf) {
+                Ok(text) if text.trim().is_empty() => continue,
+                Ok(_) => break,
+                Err(e) => {
+                    let source = Box::new(Error::validation("encoding", format!("not UTF-8 ({e})")));
+                    return Err(Error::Line { line: self.line, source });
+                }
+            }
+        }
+        let text = std::str::from_utf8(&self.buf).expect("checked above").trim();
+        Ok(Some((self.line, text)))
+    }
+}
+
+fn at(line: u64) -> impl Fn(Error) -> Error {
+    move |e| Error::Line { line, source: Box::new(e) }
+}
+
+/// The interchange JSON of a decision without its supersession link.
+fn without_link(d: &Decision) -> serde_json::Value {
+    let mut v = d.to_json_value();
+    v["superseded_by"] = serde_json::Value::Null;
+    v
+}
+
+/// Import state that outlives a batch: records waiting for a decision to arrive.
+#[derive(Default)]
+struct Pending {
+    /// Missing parent or corrected id -> records waiting for it (with their line).
+    waiting: HashMap<DecisionId, Vec<(u64, Decision)>>,
+    /// Missing superseding id -> (line, superseded id).
+    links: HashMap<DecisionId, Vec<(u64, DecisionId)>>,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.waiting.is_empty() && self.links.is_empty()
+    }
+
+    fn describe(&self) -> String {
+        let mut items: Vec<(u64, String)> = Vec::new();
+        for (missing, recs) in &self.waiting {
+            for (line, d) in recs {
+                items.push((*line, format!("line {line}: decision {} needs {missing}", d.decision_id())));
+            }
+        }
+        for (missing, recs) in &self.links {
+            for (line, old) in recs {
+                items.push((*line, format!("line {line}: decision {old} is superseded by {missing}")));
+            }
+        }
+        items.sort();
+        let total = items.len();
+        let mut text: Vec<String> = items.into_iter().take(20).map(|(_, s)| s).collect();
+        if total > 20 {
+            text.push(format!("and {} more", total - 20));
+        }
+        format!(
+            "{total} record(s) refer to decisions that are neither in the input nor in the store: {}",
+            text.join("; ")
+        )
+    }
+}
+
+/// Stores one record and everything that was waiting for it.
+fn place(tx: &Transaction<'_>, line: u64, d: Decision, pending: &mut Pending, report: &mut ImportReport) -> Result<()> {
+    let mut queue = vec![(line, d)];
+    while let Some((line, d)) = queue.pop() {
+        let id = d.decision_id();
+        match insert_row(tx, &d) {
+            Ok(()) => report.imported += 1,
+            Err(Error::MissingReference {
+                field: "parent_decision_id" | "corrects_decision_id", id: missing, ..
+            }) => {
+                let missing = DecisionId::parse(&missing).map_err(at(line))?;
+                pending.waiting.entry(missing).or_default().push((line, d));
+                continue;
+            }
+            Err(Error::DuplicateDecision(_)) => {
+                let stored = get_in(tx, id)?.ok_or_else(|| Error::DecisionNotFound(id.to_string()))?;
+                if without_link(&stored) != without_link(&d) {
+                    return Err(at(line)(Error::DuplicateDecision(format!("{id} (stored with different content)"))));
+                }
+                if let (Some(a), Some(b)) = (stored.superseded_by(), d.superseded_by()) {
+                    if a != b {
+                        return Err(at(line)(Error::AlreadySuperseded { id: id.to_string(), by: a.to_string() }));
+                    }
+                }
+                report.skipped += 1;
+            }
+            Err(e) => return Err(at(line)(e)),
+        }
+        if let Some(new) = d.superseded_by() {
+            link(tx, line, id, new, pending, report)?;
+        }
+        // Links that waited for this decision as the superseding end.
+        for (l, old) in pending.links.remove(&id).unwrap_or_default() {
+            link(tx, l, old, id, pending, report)?;
+        }
+        queue.extend(pending.waiting.remove(&id).unwrap_or_default());
+    }
+    Ok(())
+}
+
+fn link(
+    tx: &Transaction<'_>,
+    line: u64,
+    old: DecisionId,
+    new: DecisionId,
+    pending: &mut Pending,
+    report: &mut ImportReport,
+) -> Result<()> {
+    match link_supersession(tx, old, new) {
+        Ok(true) => report.supersessions += 1,
+        Ok(false) => {}
+        Err(Error::MissingReference { field: "superseded_by", .. }) => {
+            pending.links.entry(new).or_default().push((line, old))
+        }
+        Err(e) => return Err(at(line)(e)),
+    }
+    Ok(())
+}
+
+impl Store {
+    fn begin(&mut self) -> Result<Transaction<'_>> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(storage)
+    }
+
+    /// Imports decisions from JSON Lines (the interchange format).
+    ///
+    /// Records may come in any order; a record waits for its parent or
+    /// corrected decision, and a supersession link for its superseding
+    /// decision, until they arrive. A record already stored identically is
+    /// skipped (its missing supersession link is added), so importing a
+    /// file twice is harmless. `progress` is called every 10,000 lines.
+    ///
+    /// # Errors
+    /// [`Error::Line`] naming the line for a bad record; an error naming the
+    /// records whose references never arrived. Without `batch` nothing is
+    /// written on error; with it, the batches committed before stay.
+    ///
+    /// # Example
+    /// ```
+    /// use decision_store::exchange::ImportOptions;
+    /// # let dir = tempfile::tempdir()?;
+    /// let mut store = decision_store::Store::open(dir.path().join("a.db"))?;
+    /// let line = r#"{"decision_id":"01JD0000000000000000000001","plan_id":"01JD0000000000000000000000","sequence":0,"decision_type":"prompt_definition"}"#;
+    /// let report = store.import_decisions(line.as_bytes(), ImportOptions::default(), |_| {})?;
+    /// assert_eq!(report.imported, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn import_decisions(
+        &mut self,
+        reader: impl BufRead,
+        options: ImportOptions,
+        mut progress: impl FnMut(&ImportReport),
+    ) -> Result<ImportReport> {
+        let mut lines = Lines::new(reader);
+        let mut report = ImportReport::default();
+        let mut pending = Pending::default();
+        let batch = options.batch.unwrap_or(usize::MAX).max(1) as u64;
+        let mut tx = self.begin()?;
+        let mut in_batch = 0u64;
+        while let Some((line, text)) = lines.next_line()? {
+            let d = Decision::from_json(text).map_err(at(line))?;
+            report.lines += 1;
+            place(&tx, line, d, &mut pending, &mut report)?;
+            in_batch += 1;
+            if in_batch == batch {
+                tx.commit().map_err(storage)?;
+                report.batches += 1;
+                in_batch = 0;
+                tx = self.begin()?;
+            }
+            if report.lines % 10_000 == 0 {
+                report.bytes = lines.bytes;
+                progress(&report);
+            }
+        }
+        report.bytes = lines.bytes;
+        if !pending.is_empty() {
+            let err = Error::validation("references", pending.describe());
+            if options.batch.is_some() && in_batch > 0 {
+                // Batch mode keeps what could be stored; whatever waits stays out.
+                tx.commit().map_err(storage)?;
+            }
+            return Err(err);
+        }
+        if in_batch > 0 || report.batches == 0 {
+            tx.commit().map_err(storage)?;
+            report.batches += 1;
+        }
+        progress(&report);
+        Ok(report)
+    }
+
+    /// Writes decisions as JSON Lines, ordered by plan then sequence.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when writing fails, [`Error::Storage`] when reading does.
+    pub fn export_decisions(&self, plan: Option<PlanId>, mut out: impl Write) -> Result<u64> {
+        let mut n = 0;
+        self.for_each_decision(plan, |d| {
+            serde_json::to_writer(&mut out, &d)?;
+            out.write_all(b"\n")?;
+            n += 1;
+            Ok(())
+        })?;
+        out.flush()?;
+        Ok(n)
+    }
+
+    /// Imports UKO nodes, then edges, from JSON Lines (either may be empty).
+    ///
+    /// # Errors
+    /// [`Error::Line`] naming the line (and, for edges, the unknown node).
+    pub fn import_graph(
+        &mut self,
+        nodes: impl BufRead,
+        edges: impl BufRead,
+        options: ImportOptions,
+        mut progress: impl FnMut(&ImportReport),
+    ) -> Result<(ImportReport, ImportReport)> {
+        let node_report =
+            self.import_records(nodes, options, &mut progress, |tx, batch: &[UkoNode]| upsert_nodes_in(tx, batch))?;
+        let edge_report =
+            self.import_records(edges, options, &mut progress, |tx, batch: &[UkoEdge]| upsert_edges_in(tx, batch))?;
+        Ok((node_report, edge_report))
+    }
+
+    fn import_records<T: serde::de::DeserializeOwned>(
+        &mut self,
+        reader: impl BufRead,
+        options: ImportOptions,
+        progress: &mut impl FnMut(&ImportReport),
+        write: impl Fn(&Transaction<'_>, &[T]) -> Result<()>,
+    ) -> Result<ImportReport> {
+        let mut lines = Lines::new(reader);
+        let mut report = ImportReport::default();
+        let batch = options.batch.unwrap_or(usize::MAX).max(1) as u64;
+        let mut tx = self.begin()?;
+        let mut in_batch = 0u64;
+        while let Some((line, text)) = lines.next_line()? {
+            let record: T = serde_json::from_str(text).map_err(|e| at(line)(Error::Json(e)))?;
+            write(&tx, std::slice::from_ref(&record)).map_err(at(line))?;
+            report.lines += 1;
+            report.imported += 1;
+            in_batch += 1;
+            if in_batch == batch {
+                tx.commit().map_err(storage)?;
+                report.batches += 1;
+                in_batch = 0;
+                tx = self.begin()?;
+            }
+            if report.lines % 10_000 == 0 {
+                report.bytes = lines.bytes;
+                progress(&report);
+            }
+        }
+        report.bytes = lines.bytes;
+        tx.commit().map_err(storage)?;
+        if in_batch > 0 || report.batches == 0 {
+            report.batches += 1;
+        }
+        progress(&report);
+        Ok(report)
+    }
+
+    /// Writes the graph as two JSON Lines streams: nodes by URI, edges by source, relation, target.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when writing fails, [`Error::Storage`] when reading does.
+    pub fn export_graph(&self, mut nodes: impl Write, mut edges: impl Write) -> Result<(u64, u64)> {
+        let (mut n, mut e) = (0, 0);
+        self.for_each_node(|node| {
+            serde_json::to_writer(&mut nodes, &node)?;
+            nodes.write_all(b"\n")?;
+            n += 1;
+            Ok(())
+        })?;
+        self.for_each_edge(|edge| {
+            serde_json::to_writer(&mut edges, &edge)?;
+            edges.write_all(b"\n")?;
+            e += 1;
+            Ok(())
+        })?;
+        nodes.flush()?;
+        edges.flush()?;
+        Ok((n, e))
+    }
+}
