@@ -31,6 +31,8 @@ pub mod exchange;
 pub mod inheritance;
 pub mod projection;
 pub mod store;
+#[cfg(feature = "test-support")]
+pub mod testing;
 pub mod uko;
 
 pub use decision::{

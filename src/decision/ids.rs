@@ -67,6 +67,17 @@ macro_rules! ulid_newtype {
                 parse_ulid(field, s).map(Self)
             }
 
+            /// The id with this 128-bit value: 48 bits of milliseconds since
+            /// the epoch, then 80 bits of randomness.
+            pub fn from_u128(value: u128) -> Self {
+                Self(Ulid(value))
+            }
+
+            /// The 128-bit value of the id.
+            pub fn to_u128(&self) -> u128 {
+                self.0 .0
+            }
+
             /// Milliseconds since the Unix epoch encoded in the id.
             pub fn timestamp_ms(&self) -> u64 {
                 self.0.timestamp_ms()

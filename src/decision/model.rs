@@ -334,6 +334,17 @@ impl DecisionBuilder {
     }
 }
 
+/// A decoding error, naming the field where the decoder was (e.g. `context_snapshot.resources[0]`).
+pub(crate) fn field_error(e: serde_path_to_error::Error<serde_json::Error>) -> Error {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    if path == "." || inner.is_syntax() || inner.is_eof() {
+        Error::Json(inner)
+    } else {
+        Error::validation(path, inner.to_string())
+    }
+}
+
 fn parse_opt(field: &'static str, s: Option<&str>) -> Result<Option<DecisionId>> {
     s.map(|s| DecisionId::parse_field(field, s)).transpose()
 }
@@ -473,7 +484,7 @@ impl Decision {
     /// [`Error::Validation`] naming the field for a rule broken, [`Error::Json`]
     /// for a value of the wrong shape or an unknown field.
     pub fn from_json_value(value: Value) -> Result<Self> {
-        let builder: DecisionBuilder = serde_json::from_value(value)?;
+        let builder: DecisionBuilder = serde_path_to_error::deserialize(value).map_err(field_error)?;
         Decision::try_from(builder)
     }
 
@@ -482,7 +493,9 @@ impl Decision {
     /// # Errors
     /// As [`Decision::from_json_value`].
     pub fn from_json(text: &str) -> Result<Self> {
-        let builder: DecisionBuilder = serde_json::from_str(text)?;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let builder: DecisionBuilder = serde_path_to_error::deserialize(&mut de).map_err(field_error)?;
+        de.end()?;
         Decision::try_from(builder)
     }
 

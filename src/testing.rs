@@ -1,0 +1,751 @@
+//! Test support for suites that persist decisions with this crate
+//! (cargo feature `test-support`).
+//!
+//! - **Generators**: proptest strategies that produce only valid values
+//!   ([`decision`], [`plan`] and the parts), and [`invalid_decision`], valid
+//!   JSON broken in one way, paired with the field the error must name.
+//! - **Builders**: [`PlanBuilder`] writes a plan tree in a few lines.
+//! - **Temp stores**: [`TempStore`], a store file that lives as long as the value.
+//! - **Assertions**: [`assert_json_round_trip`], [`assert_store_round_trip`],
+//!   [`assert_exchange_round_trip`]; each reports the first differing field
+//!   by name with both values ([`Mismatch`]).
+//! - **Upgrade checks**: [`check_upgrade`] migrates a copy of an old store
+//!   file and compares every decision with the expected list.
+//!
+//! # Example
+//! ```
+//! use decision_store::testing::{assert_store_round_trip, PlanBuilder};
+//! use decision_store::DecisionType::*;
+//! let plan = PlanBuilder::new()
+//!     .root("goal")
+//!     .child("plan", "goal", StrategyChoice)
+//!     .child("try", "plan", ToolInvocation)
+//!     .correction("retry", "try")
+//!     .child("other", "plan", ToolInvocation)
+//!     .supersede("other", "retry")
+//!     .build()?;
+//! assert_store_round_trip(plan.decisions())?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use serde_json::{json, Map, Value};
+
+use crate::decision::{
+    Alternative, ArtifactRef, ContextSnapshot, Decision, DecisionBuilder, DecisionId, DecisionType, PlanId, ResourceRef,
+};
+use crate::error::{Error, Result};
+use crate::store::{ImportOptions, Store};
+
+// ------------------------------------------------------------------ generators
+
+/// Any plan id (a valid ULID with a timestamp between 2020 and 2100).
+pub fn plan_id() -> impl Strategy<Value = PlanId> {
+    ulid_value().prop_map(PlanId::from_u128)
+}
+
+/// Any decision id.
+pub fn decision_id() -> impl Strategy<Value = DecisionId> {
+    ulid_value().prop_map(DecisionId::from_u128)
+}
+
+fn ulid_value() -> impl Strategy<Value = u128> {
+    (1_577_836_800_000u64..4_102_444_800_000u64, any::<u128>())
+        .prop_map(|(ms, r)| (u128::from(ms) << 80) | (r & ((1u128 << 80) - 1)))
+}
+
+/// Any of the 11 decision types.
+pub fn decision_type() -> impl Strategy<Value = DecisionType> {
+    proptest::sample::select(DecisionType::ALL.to_vec())
+}
+
+/// Text as agents write it: any Unicode (NUL, quotes and SQL included), sometimes long.
+pub fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => ".{0,40}",
+        1 => Just(String::new()),
+        1 => Just("'; DROP TABLE decisions; -- \" \\ \u{0} ✓".to_owned()),
+        1 => ".{200,3000}",
+    ]
+}
+
+fn non_empty_text() -> impl Strategy<Value = String> {
+    prop_oneof![".{1,40}", "[a-z]{2,8}://[A-Za-z0-9_./]{1,40}"]
+}
+
+/// A resource reference (non-empty id, optional type and version).
+pub fn resource_ref() -> impl Strategy<Value = ResourceRef> {
+    (non_empty_text(), proptest::option::of(text()), proptest::option::of(text()))
+        .prop_map(|(id, t, v)| ResourceRef::new(id, t, v).expect("non-empty id"))
+}
+
+/// An artifact reference (non-empty path, optional hash).
+pub fn artifact_ref() -> impl Strategy<Value = ArtifactRef> {
+    (non_empty_text(), proptest::option::of("[0-9a-f]{32}"))
+        .prop_map(|(p, h)| ArtifactRef::new(p, h).expect("non-empty path"))
+}
+
+/// An alternative (option text, optional rationale).
+pub fn alternative() -> impl Strategy<Value = Alternative> {
+    (text(), proptest::option::of(text())).prop_map(|(o, r)| Alternative::new(o, r))
+}
+
+/// A context snapshot, empty about one time in four.
+pub fn context_snapshot() -> impl Strategy<Value = ContextSnapshot> {
+    prop_oneof![
+        1 => Just(ContextSnapshot::default()),
+        3 => ("[0-9a-f]{0,64}", proptest::collection::vec(resource_ref(), 0..4), proptest::option::of(text()))
+            .prop_map(|(h, r, a)| ContextSnapshot::new(h, r, a)),
+    ]
+}
+
+/// Free-form JSON: scalars, arrays and objects nested a few levels.
+pub fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        ".{0,20}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+            proptest::collection::vec((".{0,10}", inner), 0..6).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+/// A metadata object.
+pub fn metadata() -> impl Strategy<Value = Map<String, Value>> {
+    proptest::collection::vec(("[a-z_]{1,12}", json_value()), 0..5).prop_map(|kv| kv.into_iter().collect())
+}
+
+/// Everything of a decision but its ids and links.
+#[derive(Clone, Debug)]
+pub struct Content {
+    pub chosen_option: String,
+    pub rationale: String,
+    pub confidence_score: Option<f64>,
+    pub alternatives: Vec<Alternative>,
+    pub context_snapshot: ContextSnapshot,
+    pub artifacts: Vec<ArtifactRef>,
+    pub downstream_decisions: Vec<DecisionId>,
+    pub downstream_plans: Vec<PlanId>,
+    pub metadata: Map<String, Value>,
+}
+
+/// The content of a decision, every optional part sometimes set.
+pub fn content() -> impl Strategy<Value = Content> {
+    (
+        (text(), text(), proptest::option::of(0.0..=1.0f64), proptest::collection::vec(alternative(), 0..4)),
+        (
+            context_snapshot(),
+            proptest::collection::vec(artifact_ref(), 0..3),
+            proptest::collection::vec(decision_id(), 0..3),
+            proptest::collection::vec(plan_id(), 0..2),
+            metadata(),
+        ),
+    )
+        .prop_map(
+            |(
+                (chosen_option, rationale, confidence_score, alternatives),
+                (context_snapshot, artifacts, dd, dp, metadata),
+            )| {
+                Content {
+                    chosen_option,
+                    rationale,
+                    confidence_score,
+                    alternatives,
+                    context_snapshot,
+                    artifacts,
+                    downstream_decisions: dd,
+                    downstream_plans: dp,
+                    metadata,
+                }
+            },
+        )
+}
+
+fn with_content(mut b: DecisionBuilder, c: Content) -> DecisionBuilder {
+    b = b
+        .chosen_option(c.chosen_option)
+        .rationale(c.rationale)
+        .confidence_score(c.confidence_score)
+        .context_snapshot(c.context_snapshot);
+    for a in c.alternatives {
+        b = b.alternative(a);
+    }
+    for a in c.artifacts {
+        b = b.artifact(a);
+    }
+    for d in c.downstream_decisions {
+        b = b.downstream_decision(d);
+    }
+    for p in c.downstream_plans {
+        b = b.downstream_plan(p);
+    }
+    for (k, v) in c.metadata {
+        b = b.metadata(k, v);
+    }
+    b
+}
+
+/// One valid decision of any type; parent, correction and supersession
+/// links name random ids (so it is valid, but not storable on its own).
+pub fn decision() -> impl Strategy<Value = Decision> {
+    (
+        (decision_id(), plan_id(), decision_type(), 0u32..100_000),
+        (proptest::option::of(decision_id()), proptest::option::of(decision_id()), proptest::option::of(decision_id())),
+        content(),
+    )
+        .prop_filter_map(
+            "links must not name the decision itself",
+            |((id, plan, t, seq), (parent, corrects, by), c)| {
+                let mut b = Decision::builder(plan, t, seq).decision_id(id);
+                if let Some(p) = parent.filter(|_| t != DecisionType::PromptDefinition) {
+                    b = b.parent(p);
+                }
+                if let Some(x) = corrects {
+                    b = b.corrects(x);
+                }
+                if let Some(x) = by {
+                    b = b.superseded_by(x);
+                }
+                with_content(b, c).build().ok()
+            },
+        )
+}
+
+/// A storable plan of 1 to `max` decisions in sequence order: a
+/// prompt_definition root, children under earlier decisions, corrections of
+/// earlier decisions and supersessions by later ones (never a cycle).
+pub fn plan(max: usize) -> impl Strategy<Value = Vec<Decision>> {
+    let max = max.max(1);
+    (1..=max).prop_flat_map(|n| {
+        (
+            plan_id(),
+            ulid_value(),
+            proptest::collection::vec((any::<u32>(), any::<u32>(), 0u8..100, decision_type()), n),
+            proptest::collection::vec(content(), n),
+        )
+            .prop_map(move |(plan, base, shape, contents)| build_plan(plan, base, &shape, contents))
+    })
+}
+
+fn build_plan(
+    plan: PlanId,
+    base: u128,
+    shape: &[(u32, u32, u8, DecisionType)],
+    contents: Vec<Content>,
+) -> Vec<Decision> {
+    let n = shape.len();
+    let ids: Vec<DecisionId> = (0..n).map(|i| DecisionId::from_u128(base.wrapping_add(i as u128))).collect();
+    // Later decisions supersede earlier ones; each at most once.
+    let mut superseded_by: Vec<Option<DecisionId>> = vec![None; n];
+    let mut corrected = vec![false; n];
+    let mut out = Vec::with_capacity(n);
+    for (i, ((pick, pick2, roll, t), c)) in shape.iter().zip(contents).enumerate() {
+        let mut b;
+        if i == 0 {
+            b = Decision::builder(plan, DecisionType::PromptDefinition, 0);
+        } else {
+            let t = if *t == DecisionType::PromptDefinition { DecisionType::StrategyChoice } else { *t };
+            let parent = (*pick as usize) % i;
+            b = Decision::builder(plan, t, i as u32).parent(ids[parent]);
+            let target = 1 + (*pick2 as usize) % i.max(1);
+            if *roll < 15 && target < i && !corrected[target] {
+                corrected[target] = true;
+                b = b.corrects(ids[target]);
+            } else if *roll >= 90 {
+                let old = (*pick2 as usize) % i;
+                if superseded_by[old].is_none() {
+                    superseded_by[old] = Some(ids[i]);
+                }
+            }
+        }
+        out.push(with_content(b.decision_id(ids[i]), c));
+    }
+    out.into_iter()
+        .zip(superseded_by)
+        .map(|(b, by)| match by {
+            Some(by) => b.superseded_by(by),
+            None => b,
+        })
+        .map(|b| b.build().expect("generated plans are valid"))
+        .collect()
+}
+
+/// A valid decision's JSON broken in one way, and the field the error must name.
+pub fn invalid_decision() -> impl Strategy<Value = (Value, &'static str)> {
+    type Mutation = (&'static str, fn(&mut Value));
+    let mutations: Vec<Mutation> = vec![
+        ("plan_id", |v| v["plan_id"] = json!("not-a-ulid")),
+        ("decision_id", |v| v["decision_id"] = json!(v["decision_id"].as_str().unwrap_or("").to_lowercase())),
+        ("decision_id", |v| {
+            v.as_object_mut().map(|o| o.remove("decision_id"));
+        }),
+        ("parent_decision_id", |v| v["parent_decision_id"] = json!("bad-id")),
+        ("root", |v| {
+            v["decision_type"] = json!("prompt_definition");
+            v["parent_decision_id"] = json!("01ARZ3NDEKTSV4RRFFQ69G5FAV");
+        }),
+        ("confidence_score", |v| v["confidence_score"] = json!(1.5)),
+        ("confidence_score", |v| v["confidence_score"] = json!(-0.1)),
+        ("corrects_decision_id", |v| {
+            v["is_correction"] = json!(true);
+            v["corrects_decision_id"] = Value::Null;
+        }),
+        ("is_correction", |v| {
+            v["is_correction"] = json!(false);
+            v["corrects_decision_id"] = json!("01ARZ3NDEKTSV4RRFFQ69G5FAV");
+        }),
+        ("corrects_decision_id", |v| {
+            v["is_correction"] = json!(true);
+            v["corrects_decision_id"] = json!("0000");
+        }),
+        ("superseded_by", |v| v["superseded_by"] = json!("invalid")),
+        ("superseded_by", |v| v["superseded_by"] = v["decision_id"].clone()),
+        ("parent_decision_id", |v| {
+            v["decision_type"] = json!("strategy_choice");
+            v["parent_decision_id"] = v["decision_id"].clone();
+        }),
+        ("resource_id", |v| v["context_snapshot"]["resources"] = json!([{"resource_id": ""}])),
+        ("artifact_path", |v| v["artifacts_produced"] = json!([{"artifact_path": ""}])),
+        ("decision_type", |v| v["decision_type"] = json!("plan_everything")),
+        ("sequence", |v| v["sequence"] = json!(-1)),
+        ("downstream_plan_ids", |v| v["downstream_plan_ids"] = json!(["nope"])),
+        ("extra_field", |v| v["extra_field"] = json!(1)),
+    ];
+    (decision(), proptest::sample::select(mutations)).prop_map(|(d, (field, mutate))| {
+        let mut v = d.to_json_value();
+        mutate(&mut v);
+        (v, field)
+    })
+}
+
+// ------------------------------------------------------------------ builders
+
+/// Writes a plan tree in a few lines, with names instead of ids.
+///
+/// Sequences follow the order of the calls; [`PlanBuilder::build`] checks
+/// every decision and returns them with their ids.
+#[derive(Debug)]
+pub struct PlanBuilder {
+    plan: PlanId,
+    steps: Vec<(String, DecisionId, DecisionBuilder)>,
+    supersede: Vec<(String, String)>,
+    error: Option<String>,
+}
+
+impl Default for PlanBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PlanBuilder {
+    /// A builder for a new plan id.
+    pub fn new() -> Self {
+        Self::for_plan(PlanId::generate())
+    }
+
+    /// A builder for the given plan.
+    pub fn for_plan(plan: PlanId) -> Self {
+        PlanBuilder { plan, steps: Vec::new(), supersede: Vec::new(), error: None }
+    }
+
+    fn id_of(&mut self, name: &str) -> Option<String> {
+        let found = self.steps.iter().find(|(n, _, _)| n == name).map(|(_, id, _)| id.to_string());
+        if found.is_none() && self.error.is_none() {
+            self.error = Some(format!("no decision named {name:?} before this step"));
+        }
+        found
+    }
+
+    fn push(mut self, name: &str, b: DecisionBuilder) -> Self {
+        let id = DecisionId::generate();
+        self.steps.push((name.to_owned(), id, b.decision_id(id)));
+        self
+    }
+
+    fn next(&self, t: DecisionType) -> DecisionBuilder {
+        Decision::builder(self.plan, t, self.steps.len() as u32)
+    }
+
+    /// The root prompt_definition.
+    pub fn root(self, name: &str) -> Self {
+        let b = self.next(DecisionType::PromptDefinition).chosen_option(name);
+        self.push(name, b)
+    }
+
+    /// A decision of type `t` under `parent`.
+    pub fn child(mut self, name: &str, parent: &str, t: DecisionType) -> Self {
+        let parent_id = self.id_of(parent);
+        let mut b = self.next(t).chosen_option(name);
+        if let Some(p) = parent_id {
+            b = b.parent(p);
+        }
+        self.push(name, b)
+    }
+
+    /// A correction of `target`: same type and parent as the target.
+    pub fn correction(mut self, name: &str, target: &str) -> Self {
+        let Some(target_b) = self.steps.iter().find(|(n, _, _)| n == target).map(|(_, _, b)| b.clone()) else {
+            self.error.get_or_insert(format!("no decision named {target:?} before this step"));
+            return self;
+        };
+        let target_d = match target_b.build() {
+            Ok(d) => d,
+            Err(e) => {
+                self.error.get_or_insert(e.to_string());
+                return self;
+            }
+        };
+        let mut b = self.next(target_d.decision_type()).chosen_option(name).corrects(target_d.decision_id());
+        if let Some(p) = target_d.parent_decision_id() {
+            b = b.parent(p);
+        }
+        self.push(name, b)
+    }
+
+    /// Records that `old` is superseded by `new` (both named in this builder).
+    pub fn supersede(mut self, old: &str, new: &str) -> Self {
+        self.supersede.push((old.to_owned(), new.to_owned()));
+        self
+    }
+
+    /// Builds and validates every decision.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] for an unknown name or an invalid decision.
+    pub fn build(mut self) -> Result<BuiltPlan> {
+        for (old, new) in std::mem::take(&mut self.supersede) {
+            let new_id = self.id_of(&new);
+            match (self.steps.iter_mut().find(|(n, _, _)| *n == old), new_id) {
+                (Some((_, _, b)), Some(id)) => *b = b.clone().superseded_by(id),
+                _ => {
+                    self.error.get_or_insert(format!("no decision named {old:?}"));
+                }
+            }
+        }
+        if let Some(e) = self.error {
+            return Err(Error::validation("plan", e));
+        }
+        let mut names = HashMap::new();
+        let mut decisions = Vec::new();
+        for (name, _, b) in self.steps {
+            let d = b.build()?;
+            names.insert(name, d.decision_id());
+            decisions.push(d);
+        }
+        Ok(BuiltPlan { plan: self.plan, decisions, names })
+    }
+}
+
+/// The decisions of a [`PlanBuilder`], in sequence order, with their names.
+#[derive(Clone, Debug)]
+pub struct BuiltPlan {
+    plan: PlanId,
+    decisions: Vec<Decision>,
+    names: HashMap<String, DecisionId>,
+}
+
+impl BuiltPlan {
+    pub fn plan_id(&self) -> PlanId {
+        self.plan
+    }
+    pub fn decisions(&self) -> &[Decision] {
+        &self.decisions
+    }
+    /// The id of a named decision.
+    ///
+    /// # Panics
+    /// When no decision has that name (a bug in the test).
+    pub fn id(&self, name: &str) -> DecisionId {
+        *self.names.get(name).unwrap_or_else(|| panic!("no decision named {name:?}"))
+    }
+    /// A named decision.
+    pub fn get(&self, name: &str) -> &Decision {
+        let id = self.id(name);
+        self.decisions.iter().find(|d| d.decision_id() == id).expect("named decisions are in the plan")
+    }
+}
+
+// ------------------------------------------------------------------ temp stores
+
+/// A store in a temp directory that lives as long as this value.
+///
+/// The directory is removed on drop, unless [`TempStore::keep_on_failure`]
+/// was asked for and the thread is panicking (a failed test): then its path
+/// is printed so the file can be inspected with `sqlite3` or `dstore`.
+#[derive(Debug)]
+pub struct TempStore {
+    dir: Option<tempfile::TempDir>,
+    path: PathBuf,
+    store: Option<Store>,
+    keep_on_failure: bool,
+}
+
+impl TempStore {
+    /// A new, empty store file.
+    ///
+    /// # Errors
+    /// [`Error::Io`] or a store error when the file cannot be created.
+    pub fn new() -> Result<TempStore> {
+        let dir = tempfile::Builder::new().prefix("decision-store-").tempdir()?;
+        let path = dir.path().join("store.db");
+        let store = Store::open(&path)?;
+        Ok(TempStore { dir: Some(dir), path, store: Some(store), keep_on_failure: false })
+    }
+
+    /// Keeps the files when the test fails (panics).
+    pub fn keep_on_failure(mut self) -> Self {
+        self.keep_on_failure = true;
+        self
+    }
+
+    /// The store file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The open store (reopened if it was closed).
+    ///
+    /// # Errors
+    /// The errors of [`Store::open`].
+    pub fn store(&mut self) -> Result<&mut Store> {
+        if self.store.is_none() {
+            self.store = Some(Store::open(&self.path)?);
+        }
+        Ok(self.store.as_mut().expect("opened above"))
+    }
+
+    /// Closes the connection, leaving the file.
+    pub fn close(&mut self) {
+        self.store = None;
+    }
+
+    /// Closes and opens the file again, so what follows reads from disk.
+    ///
+    /// # Errors
+    /// The errors of [`Store::open`].
+    pub fn reopen(&mut self) -> Result<&mut Store> {
+        self.close();
+        self.store()
+    }
+}
+
+impl Drop for TempStore {
+    fn drop(&mut self) {
+        self.store = None;
+        if self.keep_on_failure && std::thread::panicking() {
+            if let Some(dir) = self.dir.take() {
+                let kept = dir.keep();
+                eprintln!("decision-store: kept the failed test's store at {}", kept.join("store.db").display());
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------ assertions
+
+/// The first difference between what went in and what came back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatch {
+    /// The route that changed the value: `json`, `store`, `export/import` or `upgrade`.
+    pub route: &'static str,
+    /// The decision, when one is at fault.
+    pub decision_id: Option<String>,
+    /// The field path, e.g. `context_snapshot.resources[1].version`, or `(missing)`.
+    pub field: String,
+    pub expected: Value,
+    pub actual: Value,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} round trip", self.route)?;
+        if let Some(id) = &self.decision_id {
+            write!(f, " of decision {id}")?;
+        }
+        write!(f, ": field `{}` differs: expected {}, got {}", self.field, self.expected, self.actual)
+    }
+}
+
+impl std::error::Error for Mismatch {}
+
+/// The outcome of a round-trip assertion.
+pub type RoundTrip = std::result::Result<(), Box<Mismatch>>;
+
+/// The path and values of the first difference between two JSON values.
+pub fn first_difference(expected: &Value, actual: &Value) -> Option<(String, Value, Value)> {
+    fn walk(path: &str, a: &Value, b: &Value) -> Option<(String, Value, Value)> {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                for (k, va) in x {
+                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    match y.get(k) {
+                        Some(vb) => {
+                            if let Some(d) = walk(&p, va, vb) {
+                                return Some(d);
+                            }
+                        }
+                        None => return Some((p, va.clone(), Value::Null)),
+                    }
+                }
+                y.iter().find(|(k, _)| !x.contains_key(*k)).map(|(k, v)| {
+                    (if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, Value::Null, v.clone())
+                })
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                    if let Some(d) = walk(&format!("{path}[{i}]"), va, vb) {
+                        return Some(d);
+                    }
+                }
+                (x.len() != y.len()).then(|| (format!("{path}.len()"), Value::from(x.len()), Value::from(y.len())))
+            }
+            _ => (a != b).then(|| (path.to_owned(), a.clone(), b.clone())),
+        }
+    }
+    walk("", expected, actual)
+}
+
+fn compare(route: &'static str, expected: &[Decision], actual: &[Decision]) -> RoundTrip {
+    let by_id: HashMap<DecisionId, &Decision> = actual.iter().map(|d| (d.decision_id(), d)).collect();
+    for e in expected {
+        let Some(a) = by_id.get(&e.decision_id()) else {
+            return Err(Box::new(Mismatch {
+                route,
+                decision_id: Some(e.decision_id().to_string()),
+                field: "(missing)".into(),
+                expected: Value::String("stored".into()),
+                actual: Value::Null,
+            }));
+        };
+        if let Some((field, x, y)) = first_difference(&e.to_json_value(), &a.to_json_value()) {
+            return Err(Box::new(Mismatch {
+                route,
+                decision_id: Some(e.decision_id().to_string()),
+                field,
+                expected: x,
+                actual: y,
+            }));
+        }
+    }
+    if actual.len() != expected.len() {
+        return Err(Box::new(Mismatch {
+            route,
+            decision_id: None,
+            field: "(count)".into(),
+            expected: Value::from(expected.len()),
+            actual: Value::from(actual.len()),
+        }));
+    }
+    Ok(())
+}
+
+fn failed(route: &'static str, e: Error) -> Box<Mismatch> {
+    Box::new(Mismatch {
+        route,
+        decision_id: None,
+        field: "(error)".into(),
+        expected: Value::Null,
+        actual: Value::String(e.to_string()),
+    })
+}
+
+/// Encodes a decision as JSON text and decodes it again.
+///
+/// # Errors
+/// The first differing field, or the decoding error.
+pub fn assert_json_round_trip(decision: &Decision) -> RoundTrip {
+    let back = Decision::from_json(&decision.to_json()).map_err(|e| failed("json", e))?;
+    compare("json", std::slice::from_ref(decision), &[back])
+}
+
+/// Inserts decisions into a fresh temp-file store, closes it, reopens it and reads every one back.
+///
+/// # Errors
+/// The first differing field, or the store's error.
+pub fn assert_store_round_trip(decisions: &[Decision]) -> RoundTrip {
+    let mut temp = TempStore::new().map_err(|e| failed("store", e))?;
+    temp.store().and_then(|s| s.insert_many(decisions)).map_err(|e| failed("store", e))?;
+    let store = temp.reopen().map_err(|e| failed("store", e))?;
+    let mut back = Vec::new();
+    store
+        .for_each_decision(None, |d| {
+            back.push(d);
+            Ok(())
+        })
+        .map_err(|e| failed("store", e))?;
+    compare("store", decisions, &back)
+}
+
+/// Stores decisions, exports them as JSON Lines, imports that into a second
+/// store and exports again: both exports and every decision must match.
+///
+/// # Errors
+/// The first differing field, or a store's error.
+pub fn assert_exchange_round_trip(decisions: &[Decision]) -> RoundTrip {
+    let route = "export/import";
+    let mut first = TempStore::new().map_err(|e| failed(route, e))?;
+    first.store().and_then(|s| s.insert_many(decisions)).map_err(|e| failed(route, e))?;
+    let mut exported = Vec::new();
+    first.reopen().and_then(|s| s.export_decisions(None, &mut exported)).map_err(|e| failed(route, e))?;
+    let mut second = TempStore::new().map_err(|e| failed(route, e))?;
+    second
+        .store()
+        .and_then(|s| s.import_decisions(&exported[..], ImportOptions::default(), |_| {}))
+        .map_err(|e| failed(route, e))?;
+    let mut again = Vec::new();
+    second.reopen().and_then(|s| s.export_decisions(None, &mut again)).map_err(|e| failed(route, e))?;
+    let parse = |bytes: &[u8]| -> std::result::Result<Vec<Decision>, Box<Mismatch>> {
+        std::str::from_utf8(bytes)
+            .map_err(|e| failed(route, Error::validation("export", e.to_string())))?
+            .lines()
+            .map(|l| Decision::from_json(l).map_err(|e| failed(route, e)))
+            .collect()
+    };
+    compare(route, decisions, &parse(&exported)?)?;
+    compare(route, &parse(&exported)?, &parse(&again)?)
+}
+
+// ------------------------------------------------------------------ upgrade checks
+
+/// Copies an old store file into a temp directory, opens the copy (which
+/// migrates it to the current schema) and compares its decisions, by id,
+/// with `expected`. The original file is not touched.
+///
+/// # Errors
+/// The first differing field, or the store's error.
+pub fn check_upgrade(old_file: impl AsRef<Path>, expected: &[Decision]) -> RoundTrip {
+    let route = "upgrade";
+    let dir = tempfile::tempdir().map_err(|e| failed(route, e.into()))?;
+    let copy = dir.path().join("upgraded.db");
+    std::fs::copy(old_file.as_ref(), &copy).map_err(|e| failed(route, e.into()))?;
+    let store = Store::open(&copy).map_err(|e| failed(route, e))?;
+    let version = store.schema_version().map_err(|e| failed(route, e))?;
+    if version != crate::store::supported_schema_version() {
+        return Err(Box::new(Mismatch {
+            route,
+            decision_id: None,
+            field: "(schema_version)".into(),
+            expected: Value::from(crate::store::supported_schema_version()),
+            actual: Value::from(version),
+        }));
+    }
+    let mut back = Vec::new();
+    store
+        .for_each_decision(None, |d| {
+            back.push(d);
+            Ok(())
+        })
+        .map_err(|e| failed(route, e))?;
+    compare(route, expected, &back)
+}

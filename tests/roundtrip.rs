@@ -1,0 +1,65 @@
+//! Property tests: arbitrary valid decisions and plans survive JSON, the
+//! store and export/import unchanged, and every broken record is refused
+//! with an error naming its field. Uses the crate's own `testing` module.
+
+use decision_store::testing::{self, assert_exchange_round_trip, assert_json_round_trip, assert_store_round_trip};
+use decision_store::{Decision, DecisionTree, Error};
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_decision_survives_json(d in testing::decision()) {
+        assert_json_round_trip(&d).map_err(|m| TestCaseError::fail(m.to_string()))?;
+        let value = Decision::from_json_value(d.to_json_value()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(value, d);
+    }
+
+    #[test]
+    fn every_broken_record_is_refused_naming_its_field((json, field) in testing::invalid_decision()) {
+        let text = json.to_string();
+        match Decision::from_json(&text) {
+            Ok(d) => prop_assert!(false, "accepted {field} mutation: {d:?}"),
+            Err(e) => {
+                let msg = e.to_string();
+                prop_assert!(msg.contains(field), "error for {field} does not name it: {msg}");
+                prop_assert!(matches!(e, Error::Validation { .. } | Error::Json(_)), "unexpected kind {e:?}");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_plan_survives_the_store_and_exchange(plan in testing::plan(40)) {
+        assert_store_round_trip(&plan).map_err(|m| TestCaseError::fail(m.to_string()))?;
+        assert_exchange_round_trip(&plan).map_err(|m| TestCaseError::fail(m.to_string()))?;
+    }
+
+    #[test]
+    fn generated_plans_are_single_trees_whose_history_resolves(plan in testing::plan(60)) {
+        let tree = DecisionTree::from_decisions(plan.clone());
+        prop_assert_eq!(tree.roots().len(), 1);
+        prop_assert!(tree.orphans().is_empty());
+        for d in &plan {
+            let standing = tree.standing(d.decision_id());
+            prop_assert!(standing.is_some(), "history of {} loops", d.decision_id());
+            prop_assert!(tree.is_effective(standing.unwrap().decision_id()));
+            prop_assert!(tree.correction_chain(d.decision_id()).iter().any(|c| c.decision_id() == d.decision_id()));
+        }
+    }
+}
+
+#[test]
+fn a_mismatch_names_the_field_and_both_values() {
+    let plan = testing::PlanBuilder::new().root("goal").build().unwrap();
+    let d = &plan.decisions()[0];
+    let changed = d.to_builder().rationale("edited").build().unwrap();
+    let (field, expected, actual) = testing::first_difference(&d.to_json_value(), &changed.to_json_value()).unwrap();
+    assert_eq!(field, "rationale");
+    assert_eq!(expected, serde_json::json!(""));
+    assert_eq!(actual, serde_json::json!("edited"));
+}
