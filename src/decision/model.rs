@@ -341,7 +341,10 @@ pub(crate) fn field_error(e: serde_path_to_error::Error<serde_json::Error>) -> E
     if path == "." || inner.is_syntax() || inner.is_eof() {
         Error::Json(inner)
     } else {
-        Error::validation(path, inner.to_string())
+        // The position is that of the text being decoded; callers name the line.
+        let message = inner.to_string();
+        let message = message.rfind(" at line ").map_or(message.as_str(), |i| &message[..i]).to_owned();
+        Error::validation(path, message)
     }
 }
 

@@ -45,15 +45,11 @@ pub struct ImportReport {
 
 impl std::fmt::Display for ImportReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "imported {}, skipped {} (already stored), {} supersession links, {} batch{} committed",
-            self.imported,
-            self.skipped,
-            self.supersessions,
-            self.batches,
-            if self.batches == 1 { "" } else { "es" }
-        )
+        write!(f, "imported {}, skipped {} already stored", self.imported, self.skipped)?;
+        if self.supersessions > 0 {
+            write!(f, ", {} supersession link{}", self.supersessions, if self.supersessions == 1 { "" } else { "s" })?;
+        }
+        write!(f, ", {} batch{} committed", self.batches, if self.batches == 1 { "" } else { "es" })
     }
 }
 
@@ -157,8 +153,9 @@ fn place(tx: &Transaction<'_>, line: u64, d: Decision, pending: &mut Pending, re
                 pending.waiting.entry(missing).or_default().push((line, d));
                 continue;
             }
-            Err(Error::DuplicateDecision(_)) => {
-                let stored = get_in(tx, id)?.ok_or_else(|| Error::DecisionNotFound(id.to_string()))?;
+            // SQLite may report the (plan, sequence) constraint before the primary key.
+            Err(e @ (Error::DuplicateDecision(_) | Error::DuplicateSequence { .. })) => {
+                let Some(stored) = get_in(tx, id)? else { return Err(at(line)(e)) };
                 if without_link(&stored) != without_link(&d) {
                     return Err(at(line)(Error::DuplicateDecision(format!("{id} (stored with different content)"))));
                 }

@@ -28,6 +28,7 @@
 //! one transaction. Plan reads are one query per table, and graph traversal
 //! asks for a whole BFS frontier per query (see `graph`).
 
+mod check;
 mod decisions;
 mod exchange;
 mod graph;
@@ -41,6 +42,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::{Error, Result};
 
+pub use check::Problem;
 pub use decisions::{DecisionCounts, PlanSummary};
 pub use exchange::{ImportOptions, ImportReport};
 pub use graph::{GraphCounts, Neighbour};

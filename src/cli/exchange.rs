@@ -1,0 +1,112 @@
+//! `init`, `import`, `import-graph`, `export`, `export-graph`.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::path::Path;
+
+use decision_store::store::{ImportOptions, ImportReport};
+use decision_store::Store;
+
+use super::{open_read, parse_plan, render, stderr_is_terminal, CmdResult, Failure};
+
+pub fn init(db: &Path) -> CmdResult {
+    let store = Store::open(db)?;
+    eprintln!("dstore: {} is a decision store (schema version {})", db.display(), store.schema_version()?);
+    Ok(0)
+}
+
+/// Opens an input file, or stdin for `-`; also returns its size when known.
+fn input(path: &Path) -> Result<(Box<dyn BufRead>, Option<u64>), Failure> {
+    if path == Path::new("-") {
+        return Ok((Box::new(BufReader::with_capacity(1 << 16, io::stdin().lock())), None));
+    }
+    let file = File::open(path).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+    let size = file.metadata().ok().map(|m| m.len());
+    Ok((Box::new(BufReader::with_capacity(1 << 16, file)), size))
+}
+
+/// A progress line on a terminal; nothing when stderr is piped.
+fn progress(total: Option<u64>) -> impl FnMut(&ImportReport) {
+    let show = stderr_is_terminal();
+    move |r: &ImportReport| {
+        if show {
+            let pct = total
+                .filter(|t| *t > 0)
+                .map(|t| format!(" ({:.0}%)", r.bytes as f64 * 100.0 / t as f64))
+                .unwrap_or_default();
+            eprint!("\r\x1b[Kdstore: {} lines, {}{pct}", r.lines, render::bytes(r.bytes));
+        }
+    }
+}
+
+fn clear_progress() {
+    if stderr_is_terminal() {
+        eprint!("\r\x1b[K");
+    }
+}
+
+fn options(batch: Option<u64>) -> ImportOptions {
+    ImportOptions { batch: batch.map(|b| usize::try_from(b).unwrap_or(usize::MAX)) }
+}
+
+pub fn import(db: &Path, file: &Path, batch: Option<u64>) -> CmdResult {
+    let (reader, size) = input(file)?;
+    let mut store = Store::open(db)?;
+    let result = store.import_decisions(reader, options(batch), progress(size));
+    clear_progress();
+    let report = result.map_err(|e| Failure::from(e).with_prefix(file))?;
+    eprintln!("dstore: {}: {report}", file.display());
+    Ok(0)
+}
+
+pub fn import_graph(db: &Path, nodes: &Path, edges: &Path, batch: Option<u64>) -> CmdResult {
+    let (n, n_size) = input(nodes)?;
+    let (e, e_size) = input(edges)?;
+    let mut store = Store::open(db)?;
+    let total = n_size.zip(e_size).map(|(a, b)| a + b);
+    let result = store.import_graph(n, e, options(batch), progress(total));
+    clear_progress();
+    let (nr, er) = result
+        .map_err(|e| Failure::from(e).with_prefix(Path::new(&format!("{} / {}", nodes.display(), edges.display()))))?;
+    eprintln!(
+        "dstore: imported {} nodes and {} edges ({} and {} batches committed)",
+        nr.imported, er.imported, nr.batches, er.batches
+    );
+    Ok(0)
+}
+
+pub fn export(db: &Path, plan: Option<&str>) -> CmdResult {
+    let plan = plan.map(parse_plan).transpose()?;
+    let store = open_read(db)?;
+    if let Some(p) = plan {
+        if store.plan_decisions(p)?.is_empty() {
+            return Err(decision_store::Error::PlanNotFound(p.to_string()).into());
+        }
+    }
+    let out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    store.export_decisions(plan, out)?;
+    Ok(0)
+}
+
+pub fn export_graph(db: &Path, nodes: &Path, edges: &Path) -> CmdResult {
+    let store = open_read(db)?;
+    let create = |p: &Path| {
+        File::create(p).map(BufWriter::new).map_err(|e| {
+            Failure::from(decision_store::Error::Io(io::Error::new(e.kind(), format!("{}: {e}", p.display()))))
+        })
+    };
+    let (mut n, mut e) = (create(nodes)?, create(edges)?);
+    let (nc, ec) = store.export_graph(&mut n, &mut e)?;
+    n.flush()?;
+    e.flush()?;
+    eprintln!("dstore: wrote {nc} nodes to {} and {ec} edges to {}", nodes.display(), edges.display());
+    Ok(0)
+}
+
+impl Failure {
+    /// Prefixes the message with the input it is about.
+    fn with_prefix(mut self, path: &Path) -> Self {
+        self.message = format!("{}: {}", path.display(), self.message);
+        self
+    }
+}

@@ -1,0 +1,230 @@
+//! Command-line definitions and the shared pieces of every command.
+
+mod demo;
+mod exchange;
+mod inspect;
+mod project;
+mod render;
+
+use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use decision_store::{DecisionId, Error, PlanId, Store};
+use serde::Serialize;
+
+/// Inspect, exchange and picture decision-store files.
+#[derive(Debug, Parser)]
+#[command(name = "dstore", version, about, long_about = None, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Output format of read commands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned tables and trees for a person.
+    #[default]
+    Text,
+    /// One stable JSON document for scripts.
+    Json,
+}
+
+/// Output format of `tree`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum TreeFormat {
+    #[default]
+    Text,
+    Json,
+    /// Graphviz.
+    Dot,
+    /// Mermaid flowchart (renders in Markdown viewers).
+    Mermaid,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Write a realistic sample store (two plans and a code graph) and show it.
+    Demo {
+        /// Where to write it; replaced only if it is a decision store.
+        #[arg(default_value = "demo.db")]
+        db: PathBuf,
+    },
+    /// Create an empty store (an existing store is left as it is).
+    Init { db: PathBuf },
+    /// Import decisions from JSON Lines (a file, or - for stdin).
+    Import {
+        db: PathBuf,
+        file: PathBuf,
+        /// Commit every N lines instead of once for the whole file.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        batch: Option<u64>,
+    },
+    /// Import a UKO graph from two JSON Lines files.
+    ImportGraph {
+        db: PathBuf,
+        nodes: PathBuf,
+        edges: PathBuf,
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        batch: Option<u64>,
+    },
+    /// Write decisions as JSON Lines to stdout, by plan then sequence.
+    Export {
+        db: PathBuf,
+        #[arg(long, value_name = "PLAN_ID")]
+        plan: Option<String>,
+    },
+    /// Write the UKO graph as two JSON Lines files.
+    ExportGraph { db: PathBuf, nodes: PathBuf, edges: PathBuf },
+    /// Sizes, versions and counts.
+    Info {
+        db: PathBuf,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// One row a plan.
+    Plans {
+        db: PathBuf,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// One decision in full, with its parent, children and history.
+    Show {
+        db: PathBuf,
+        decision_id: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// A plan's decision tree.
+    Tree {
+        db: PathBuf,
+        plan_id: String,
+        /// Only the decisions that stand now (a hidden decision's children move up).
+        #[arg(long)]
+        effective: bool,
+        #[arg(long, value_enum, default_value_t)]
+        format: TreeFormat,
+    },
+    /// A decision's correction chain and supersession path, and what stands now.
+    Chain {
+        db: PathBuf,
+        decision_id: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// Everything downstream of a decision: what to recheck when it changes.
+    Impact {
+        db: PathBuf,
+        decision_id: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// SQLite's checks and the domain's invariants; exits 1 on any problem.
+    Check {
+        db: PathBuf,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// Project context from the graph.
+    Project(project::ProjectArgs),
+    /// The inherited context of a child of a plan.
+    ChildContext(project::ChildArgs),
+    /// Print the JSON Schema of the decision format.
+    Schema,
+}
+
+/// A failed command: its message and exit status.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+    broken_pipe: bool,
+}
+
+impl Failure {
+    pub fn usage(message: impl Into<String>) -> Self {
+        Failure { code: 2, message: message.into(), broken_pipe: false }
+    }
+    pub fn is_broken_pipe(&self) -> bool {
+        self.broken_pipe
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        let broken_pipe = matches!(&e, Error::Io(io) if io.kind() == io::ErrorKind::BrokenPipe);
+        Failure { code: if e.is_input_error() { 2 } else { 3 }, message: e.to_string(), broken_pipe }
+    }
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Failure::from(Error::Io(e))
+    }
+}
+
+pub type CmdResult = Result<u8, Failure>;
+
+/// Runs one command; returns the exit status.
+pub fn run(cli: Cli) -> CmdResult {
+    match cli.command {
+        Command::Demo { db } => demo::run(&db),
+        Command::Init { db } => exchange::init(&db),
+        Command::Import { db, file, batch } => exchange::import(&db, &file, batch),
+        Command::ImportGraph { db, nodes, edges, batch } => exchange::import_graph(&db, &nodes, &edges, batch),
+        Command::Export { db, plan } => exchange::export(&db, plan.as_deref()),
+        Command::ExportGraph { db, nodes, edges } => exchange::export_graph(&db, &nodes, &edges),
+        Command::Info { db, format } => inspect::info(&db, format),
+        Command::Plans { db, format } => inspect::plans(&db, format),
+        Command::Show { db, decision_id, format } => inspect::show(&db, &decision_id, format),
+        Command::Tree { db, plan_id, effective, format } => inspect::tree(&db, &plan_id, effective, format),
+        Command::Chain { db, decision_id, format } => inspect::chain(&db, &decision_id, format),
+        Command::Impact { db, decision_id, format } => inspect::impact(&db, &decision_id, format),
+        Command::Check { db, format } => inspect::check(&db, format),
+        Command::Project(args) => project::project(&args),
+        Command::ChildContext(args) => project::child_context(&args),
+        Command::Schema => {
+            let mut out = io::stdout().lock();
+            out.write_all(SCHEMA.as_bytes())?;
+            Ok(0)
+        }
+    }
+}
+
+/// The JSON Schema of one decision line (the interchange format).
+pub const SCHEMA: &str = include_str!("decision.schema.json");
+
+/// Opens a store for a read command: read-only, never created.
+pub fn open_read(db: &std::path::Path) -> Result<Store, Failure> {
+    Ok(Store::open_read_only(db)?)
+}
+
+pub fn parse_decision(s: &str) -> Result<DecisionId, Failure> {
+    DecisionId::parse(s).map_err(|e| Failure::usage(format!("decision id on the command line: {e}")))
+}
+
+pub fn parse_plan(s: &str) -> Result<PlanId, Failure> {
+    PlanId::parse(s).map_err(|e| Failure::usage(format!("plan id on the command line: {e}")))
+}
+
+/// Prints a report as one pretty JSON document.
+pub fn print_json<T: Serialize>(value: &T) -> Result<(), Failure> {
+    let mut out = io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value).map_err(|e| Failure::from(Error::Json(e)))?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+/// Prints text to stdout.
+pub fn print_text(text: &str) -> Result<(), Failure> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// True when stderr is a terminal (progress is shown only then).
+pub fn stderr_is_terminal() -> bool {
+    io::stderr().is_terminal()
+}

@@ -1,0 +1,283 @@
+//! `project` and `child-context`.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::Args;
+use decision_store::inheritance::{
+    child_context_from_store, InheritanceConfig, PlanContextInheritance, StoredContextOptions,
+};
+use decision_store::projection::{Cl100k, ContextFragment, Depth, DepthBreadthProjector, ProjectionSpec, TokenCounter};
+use decision_store::uko::Direction;
+use serde::Serialize;
+
+use super::render::table;
+use super::{open_read, parse_plan, print_json, print_text, CmdResult, Failure, Format};
+
+#[derive(Debug, Args)]
+pub struct ProjectArgs {
+    db: PathBuf,
+    /// A focus node URI (repeat for several).
+    #[arg(long, required = true)]
+    focus: Vec<String>,
+    /// How many hops to walk from the focus.
+    #[arg(long)]
+    breadth: u32,
+    /// Full detail depth: a number or a named level such as FULL_SOURCE.
+    #[arg(long, allow_hyphen_values = true)]
+    depth: String,
+    /// Give every node the full depth.
+    #[arg(long)]
+    no_gradient: bool,
+    /// Domain whose named levels resolve --depth.
+    #[arg(long, default_value = "uko-code:")]
+    domain: String,
+    /// Which edges to follow.
+    #[arg(long, value_enum, default_value = "out")]
+    direction: DirectionArg,
+    /// Follow only this relation (repeat for several).
+    #[arg(long)]
+    relation: Vec<String>,
+    /// Hub guard: at most N new neighbours per node and hop.
+    #[arg(long, value_name = "N")]
+    max_fan_out: Option<usize>,
+    /// Token budget for --fragments.
+    #[arg(long, value_name = "TOKENS")]
+    budget: Option<usize>,
+    /// Materialise fragments (content and token counts).
+    #[arg(long)]
+    fragments: bool,
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum DirectionArg {
+    Out,
+    In,
+    Both,
+}
+
+impl From<DirectionArg> for Direction {
+    fn from(d: DirectionArg) -> Direction {
+        match d {
+            DirectionArg::Out => Direction::Outgoing,
+            DirectionArg::In => Direction::Incoming,
+            DirectionArg::Both => Direction::Both,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ProjectReport<'a> {
+    spec: &'a ProjectionSpec,
+    full_depth: u32,
+    nodes: &'a [decision_store::projection::ProjectedNode],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    cut: &'a [(String, usize)],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fragments: Option<&'a [ContextFragment]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dropped: Option<&'a [String]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_tokens: Option<usize>,
+}
+
+pub fn spec_from(focus: &[String], breadth: u32, depth: &str) -> Result<ProjectionSpec, Failure> {
+    let depth: Depth = depth.parse().map_err(|e: decision_store::Error| Failure::usage(format!("--depth: {e}")))?;
+    ProjectionSpec::new(focus.iter().cloned(), breadth, depth).map_err(|e| Failure::usage(format!("--focus: {e}")))
+}
+
+pub fn project(a: &ProjectArgs) -> CmdResult {
+    if a.budget.is_some() && !a.fragments {
+        return Err(Failure::usage("--budget needs --fragments (a budget counts fragment tokens)"));
+    }
+    let mut spec = spec_from(&a.focus, a.breadth, &a.depth)?
+        .with_depth_gradient(!a.no_gradient)
+        .with_domain(a.domain.clone())
+        .with_direction(a.direction.into())
+        .with_max_fan_out(a.max_fan_out);
+    if !a.relation.is_empty() {
+        spec = spec.with_relations(a.relation.clone());
+    }
+    let store = open_read(&a.db)?;
+    let projector = DepthBreadthProjector::new();
+    let projection = projector.project(&store, &spec)?;
+    let fragments =
+        if a.fragments { Some(projector.project_fragments(&store, &spec, &Cl100k, a.budget)?) } else { None };
+    let report = ProjectReport {
+        spec: &spec,
+        full_depth: projection.full_depth,
+        nodes: &projection.nodes,
+        cut: &projection.cut,
+        fragments: fragments.as_ref().map(|f| f.fragments.as_slice()),
+        dropped: fragments.as_ref().filter(|_| a.budget.is_some()).map(|f| f.dropped.as_slice()),
+        total_tokens: fragments.as_ref().map(|f| f.total_tokens),
+    };
+    if a.format == Format::Json {
+        print_json(&report)?;
+        return Ok(0);
+    }
+    let mut out = format!(
+        "projection of {} (breadth {}, depth {} = {}, gradient {}, {} edges): {} nodes\n",
+        spec.focus().join(", "),
+        spec.breadth(),
+        spec.depth(),
+        projection.full_depth,
+        if spec.depth_gradient() { "on" } else { "off" },
+        match spec.direction() {
+            Direction::Outgoing => "outgoing",
+            Direction::Incoming => "incoming",
+            Direction::Both => "all",
+        },
+        projection.nodes.len()
+    );
+    match &fragments {
+        None => {
+            let rows: Vec<Vec<String>> = projection
+                .nodes
+                .iter()
+                .map(|n| vec![n.uri().to_owned(), n.distance().to_string(), n.resolved_depth().to_string()])
+                .collect();
+            out.push_str(&table(&["URI", "DISTANCE", "DEPTH"], &rows));
+        }
+        Some(set) => {
+            for f in &set.fragments {
+                let d = f.metadata().get("distance").map(|v| v.to_string()).unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "── {}  (distance {d}, depth {}, {} tokens)",
+                    f.uko_node(),
+                    f.detail_depth(),
+                    f.tokens()
+                );
+                for line in f.content().lines() {
+                    let _ = writeln!(out, "   {line}");
+                }
+            }
+            let _ =
+                writeln!(out, "{} tokens in {} fragments ({})", set.total_tokens, set.fragments.len(), Cl100k.name());
+            if !set.dropped.is_empty() {
+                let _ = writeln!(out, "dropped by the budget: {}", set.dropped.join(", "));
+            }
+        }
+    }
+    for (uri, n) in &projection.cut {
+        let _ = writeln!(out, "fan-out cap: {n} neighbours of {uri} left out");
+    }
+    print_text(&out)?;
+    Ok(0)
+}
+
+#[derive(Debug, Args)]
+pub struct ChildArgs {
+    db: PathBuf,
+    /// The parent plan.
+    #[arg(long)]
+    plan: String,
+    /// The child's token budget.
+    #[arg(long)]
+    budget: usize,
+    /// The parent's depth in the plan tree.
+    #[arg(long, default_value_t = 0)]
+    parent_depth: u32,
+    /// The child's depth in the plan tree (greater than --parent-depth).
+    #[arg(long, default_value_t = 1)]
+    child_depth: u32,
+    /// The child's focus (default: the resources of the plan's subplan spawns).
+    #[arg(long)]
+    focus: Vec<String>,
+    /// Breadth of the parent's projection.
+    #[arg(long, default_value_t = 2)]
+    parent_breadth: u32,
+    /// Detail depth of the parent's projection.
+    #[arg(long, default_value = "SIGNATURES")]
+    parent_detail: String,
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+}
+
+#[derive(Serialize)]
+struct ChildReport<'a> {
+    request: &'a decision_store::inheritance::ContextRequest,
+    skeleton_fragments: &'a [ContextFragment],
+    skeleton_tokens: usize,
+    depth_delta: u32,
+}
+
+pub fn child_context(a: &ChildArgs) -> CmdResult {
+    let plan = parse_plan(&a.plan)?;
+    let parent_depth: Depth =
+        a.parent_detail.parse().map_err(|e: decision_store::Error| Failure::usage(format!("--parent-detail: {e}")))?;
+    let store = open_read(&a.db)?;
+    let service = PlanContextInheritance::new(InheritanceConfig::default());
+    let options = StoredContextOptions {
+        budget: a.budget,
+        parent_breadth: a.parent_breadth,
+        parent_depth,
+        parent_depth_in_tree: a.parent_depth,
+        child_depth_in_tree: a.child_depth,
+        child_focus: if a.focus.is_empty() { None } else { Some(a.focus.clone()) },
+        ..StoredContextOptions::default()
+    };
+    let result = child_context_from_store(&store, plan, &service, &options)?;
+    let report = ChildReport {
+        request: result.request(),
+        skeleton_fragments: result.skeleton_fragments(),
+        skeleton_tokens: result.skeleton_tokens(),
+        depth_delta: result.depth_delta(),
+    };
+    if a.format == Format::Json {
+        print_json(&report)?;
+        return Ok(0);
+    }
+    let r = result.request();
+    let mut out = format!(
+        "child request: focus {}, breadth {}, depth {}, gradient {}, budget {}\n",
+        r.focus().join(", "),
+        r.breadth(),
+        r.depth(),
+        if r.depth_gradient() { "on" } else { "off" },
+        r.budget()
+    );
+    let _ = writeln!(
+        out,
+        "skeleton: {} fragments, {} tokens (depth delta {})",
+        report.skeleton_fragments.len(),
+        report.skeleton_tokens,
+        report.depth_delta
+    );
+    for f in report.skeleton_fragments {
+        let _ = writeln!(out, "── {}  (depth {}, {} tokens)", f.uko_node(), f.detail_depth(), f.tokens());
+        for line in f.content().lines() {
+            let _ = writeln!(out, "   {line}");
+        }
+    }
+    print_text(&out)?;
+    Ok(0)
+}
+
+/// Builds [`ProjectArgs`] for other commands (the demo).
+pub struct ProjectArgsBuilder(ProjectArgs);
+
+impl ProjectArgsBuilder {
+    pub fn new(db: &std::path::Path, focus: &str, breadth: u32, depth: &str) -> Self {
+        ProjectArgsBuilder(ProjectArgs {
+            db: db.to_owned(),
+            focus: vec![focus.to_owned()],
+            breadth,
+            depth: depth.to_owned(),
+            no_gradient: false,
+            domain: "uko-code:".into(),
+            direction: DirectionArg::Out,
+            relation: Vec::new(),
+            max_fan_out: None,
+            budget: None,
+            fragments: false,
+            format: Format::Text,
+        })
+    }
+    pub fn build(self) -> ProjectArgs {
+        self.0
+    }
+}

@@ -1,0 +1,89 @@
+//! Text rendering helpers: aligned tables, times, short strings.
+
+/// An aligned table: a header row, then rows; columns padded to the widest cell.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        let last = cells.len().saturating_sub(1);
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            out.push_str(cell);
+            if i < last {
+                out.push_str(&" ".repeat(w - cell.chars().count() + 2));
+            }
+        }
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+/// `text` cut to `max` characters with an ellipsis, on one line.
+pub fn short(text: &str, max: usize) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        let mut s: String = one_line.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// Milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, rem / 60 % 60, rem % 60, ms % 1000)
+}
+
+/// A byte count for people.
+pub fn bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / f64::from(1u32 << 30)),
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / f64::from(1u32 << 20)),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n => format!("{n} B"),
+    }
+}
+
+/// A confidence score, or `-`.
+pub fn confidence(c: Option<f64>) -> String {
+    c.map_or_else(|| "-".into(), |c| format!("{c:.2}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_utc_iso() {
+        assert_eq!(time(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(time(1_735_689_600_123), "2025-01-01T00:00:00.123Z");
+        assert_eq!(time(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn tables_align() {
+        let t = table(&["A", "LONG"], &[vec!["xyz".into(), "1".into()]]);
+        assert_eq!(t, "A    LONG\nxyz  1\n");
+    }
+}
