@@ -8,7 +8,7 @@ PRAGMA application_id = 1146311762;
 CREATE TABLE decisions (
     decision_id             TEXT PRIMARY KEY NOT NULL,
     plan_id                 TEXT NOT NULL,
-    parent_decision_id      TEXT REFERENCES decisions (decision_id),
+    parent_decision_id      TEXT,  -- in the same plan, stored before (checked on insert by the library)
     sequence                INTEGER NOT NULL CHECK (sequence >= 0),
     decision_type           TEXT NOT NULL CHECK (decision_type IN (
                                 'prompt_definition', 'invariant_enforced', 'strategy_choice',
@@ -21,7 +21,7 @@ CREATE TABLE decisions (
     alternatives            TEXT NOT NULL,  -- JSON array of {option, rationale}
     context_snapshot        TEXT NOT NULL,  -- JSON {hash, resources, actor_state_ref}
     artifacts_produced      TEXT NOT NULL,  -- JSON array of {artifact_path, content_hash}
-    corrects_decision_id    TEXT REFERENCES decisions (decision_id),  -- the correction link
+    corrects_decision_id    TEXT,  -- the correction link: same plan, stored before
     downstream_decision_ids TEXT NOT NULL,  -- JSON array of ULIDs, kept verbatim
     downstream_plan_ids     TEXT NOT NULL,  -- JSON array of ULIDs, kept verbatim
     metadata                TEXT NOT NULL,  -- JSON object
@@ -32,22 +32,6 @@ CREATE TABLE decisions (
 -- UNIQUE (plan_id, sequence) already serves "a plan in sequence order".
 CREATE INDEX decisions_by_parent ON decisions (parent_decision_id) WHERE parent_decision_id IS NOT NULL;
 CREATE INDEX decisions_by_corrected ON decisions (corrects_decision_id) WHERE corrects_decision_id IS NOT NULL;
-
--- A parent and a corrected decision must already be stored, in the same plan.
-CREATE TRIGGER decisions_references_in_plan BEFORE INSERT ON decisions
-WHEN NEW.parent_decision_id IS NOT NULL OR NEW.corrects_decision_id IS NOT NULL
-BEGIN
-    SELECT RAISE(ABORT, 'missing parent_decision_id')
-    WHERE NEW.parent_decision_id IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM decisions WHERE decision_id = NEW.parent_decision_id);
-    SELECT RAISE(ABORT, 'cross-plan parent_decision_id')
-    WHERE (SELECT plan_id FROM decisions WHERE decision_id = NEW.parent_decision_id) <> NEW.plan_id;
-    SELECT RAISE(ABORT, 'missing corrects_decision_id')
-    WHERE NEW.corrects_decision_id IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM decisions WHERE decision_id = NEW.corrects_decision_id);
-    SELECT RAISE(ABORT, 'cross-plan corrects_decision_id')
-    WHERE (SELECT plan_id FROM decisions WHERE decision_id = NEW.corrects_decision_id) <> NEW.plan_id;
-END;
 
 -- Decision rows are append-only: an audit trail is never rewritten.
 CREATE TRIGGER decisions_no_update BEFORE UPDATE ON decisions

@@ -496,9 +496,16 @@ impl Decision {
     /// # Errors
     /// As [`Decision::from_json_value`].
     pub fn from_json(text: &str) -> Result<Self> {
-        let mut de = serde_json::Deserializer::from_str(text);
-        let builder: DecisionBuilder = serde_path_to_error::deserialize(&mut de).map_err(field_error)?;
-        de.end()?;
+        let builder: DecisionBuilder = match serde_json::from_str(text) {
+            Ok(b) => b,
+            // Decode again, tracking the path, only to name the field at fault.
+            Err(_) => {
+                let mut de = serde_json::Deserializer::from_str(text);
+                let b: DecisionBuilder = serde_path_to_error::deserialize(&mut de).map_err(field_error)?;
+                de.end()?;
+                b
+            }
+        };
         Decision::try_from(builder)
     }
 

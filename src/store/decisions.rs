@@ -1,6 +1,6 @@
 //! Queries of the `decisions` and `supersessions` tables.
 
-use rusqlite::{params, OptionalExtension, Row, Transaction};
+use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 use serde::Serialize;
 
 use super::{storage, Store};
@@ -95,46 +95,43 @@ fn collect(rows: impl Iterator<Item = rusqlite::Result<Result<Decision>>>) -> Re
 }
 
 /// Translates a failed insert into the rule it broke.
-fn insert_error(tx: &Transaction<'_>, d: &Decision, e: rusqlite::Error) -> Error {
+fn insert_error(d: &Decision, e: rusqlite::Error) -> Error {
     let message = match &e {
         rusqlite::Error::SqliteFailure(_, Some(m)) => m.clone(),
         _ => return storage(e),
     };
-    let plan_id = d.plan_id().to_string();
-    let field_id = |field: &str| match field {
-        "parent_decision_id" => d.parent_decision_id(),
-        _ => d.corrects_decision_id(),
-    };
-    for field in ["parent_decision_id", "corrects_decision_id"] {
-        let field: &'static str =
-            if field == "parent_decision_id" { "parent_decision_id" } else { "corrects_decision_id" };
-        let id = field_id(field).map(|i| i.to_string()).unwrap_or_default();
-        if message == format!("missing {field}") {
-            return Error::MissingReference { field, id, plan_id };
-        }
-        if message == format!("cross-plan {field}") {
-            let other_plan = plan_of(tx, &id).ok().flatten().unwrap_or_default();
-            return Error::CrossPlanReference { field, id, plan_id, other_plan };
-        }
-    }
     if message.contains("decisions.decision_id") {
         return Error::DuplicateDecision(d.decision_id().to_string());
     }
     if message.contains("decisions.plan_id, decisions.sequence") {
-        return Error::DuplicateSequence { plan_id, sequence: d.sequence() };
-    }
-    if message.starts_with("append-only") {
-        return Error::AppendOnly(message);
+        return Error::DuplicateSequence { plan_id: d.plan_id().to_string(), sequence: d.sequence() };
     }
     storage(e)
 }
 
-fn plan_of(tx: &Transaction<'_>, id: &str) -> rusqlite::Result<Option<String>> {
+fn plan_of(tx: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
     tx.prepare_cached("SELECT plan_id FROM decisions WHERE decision_id = ?1")?.query_row([id], |r| r.get(0)).optional()
 }
 
-/// Inserts one decision row (not its supersession link).
+/// Checks that a referenced decision is stored in `plan` (one index lookup).
+fn check_reference(tx: &Connection, field: &'static str, id: DecisionId, plan: PlanId) -> Result<()> {
+    let (id, plan_id) = (id.to_string(), plan.to_string());
+    match plan_of(tx, &id).map_err(storage)? {
+        Some(p) if p == plan_id => Ok(()),
+        Some(other_plan) => Err(Error::CrossPlanReference { field, id, plan_id, other_plan }),
+        None => Err(Error::MissingReference { field, id, plan_id }),
+    }
+}
+
+/// Inserts one decision row (not its supersession link), after checking
+/// that its parent and corrected decision are stored in its plan.
 pub(crate) fn insert_row(tx: &Transaction<'_>, d: &Decision) -> Result<()> {
+    if let Some(p) = d.parent_decision_id() {
+        check_reference(tx, "parent_decision_id", p, d.plan_id())?;
+    }
+    if let Some(c) = d.corrects_decision_id() {
+        check_reference(tx, "corrects_decision_id", c, d.plan_id())?;
+    }
     let mut stmt = tx.prepare_cached(INSERT).map_err(storage)?;
     let snapshot = d.context_snapshot();
     stmt.execute(params![
@@ -154,7 +151,7 @@ pub(crate) fn insert_row(tx: &Transaction<'_>, d: &Decision) -> Result<()> {
         json(d.downstream_plan_ids()),
         json(d.metadata()),
     ])
-    .map_err(|e| insert_error(tx, d, e))?;
+    .map_err(|e| insert_error(d, e))?;
     Ok(())
 }
 

@@ -236,6 +236,12 @@ impl Store {
         self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(storage)?;
         // Queue behind other writers rather than fail at once.
         self.conn.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
+        // The schema's triggers make every INSERT keep a statement journal;
+        // in memory it costs a copy, in a temp file a write per page.
+        self.conn.pragma_update(None, "temp_store", "MEMORY").map_err(storage)?;
+        // 32 MiB of page cache (SQLite's default is 2 MiB): bulk imports touch
+        // four indexes, and a small cache spills them to the WAL repeatedly.
+        self.conn.pragma_update(None, "cache_size", -32_768).map_err(storage)?;
         // rarray(): bind a whole id list as one parameter (BFS frontiers).
         rusqlite::vtab::array::load_module(&self.conn).map_err(storage)?;
         Ok(())
