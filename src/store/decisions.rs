@@ -12,10 +12,29 @@ const INSERT: &str = "INSERT INTO decisions (decision_id, plan_id, parent_decisi
      corrects_decision_id, downstream_decision_ids, downstream_plan_ids, metadata) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 
-const SELECT: &str = "SELECT d.decision_id, d.plan_id, d.parent_decision_id, d.sequence, d.decision_type, \
-     d.chosen_option, d.rationale, d.confidence_score, d.alternatives, d.context_snapshot, d.artifacts_produced, \
-     d.corrects_decision_id, s.superseded_by, d.downstream_decision_ids, d.downstream_plan_ids, d.metadata \
-     FROM decisions d LEFT JOIN supersessions s ON s.decision_id = d.decision_id";
+/// The columns of a decision row (with its supersession link), for `from_row`.
+macro_rules! select_decisions {
+    () => {
+        "SELECT d.decision_id, d.plan_id, d.parent_decision_id, d.sequence, d.decision_type, \
+         d.chosen_option, d.rationale, d.confidence_score, d.alternatives, d.context_snapshot, d.artifacts_produced, \
+         d.corrects_decision_id, s.superseded_by, d.downstream_decision_ids, d.downstream_plan_ids, d.metadata \
+         FROM decisions d LEFT JOIN supersessions s ON s.decision_id = d.decision_id"
+    };
+}
+
+pub(super) const DECISION_BY_ID: &str = concat!(select_decisions!(), " WHERE d.decision_id = ?1");
+pub(super) const PLAN_ROWS: &str = concat!(select_decisions!(), " WHERE d.plan_id = ?1 ORDER BY d.sequence");
+const ALL_ROWS: &str = concat!(select_decisions!(), " ORDER BY d.plan_id, d.sequence");
+pub(super) const PLAN_OF: &str = "SELECT plan_id FROM decisions WHERE decision_id = ?1";
+/// Is ?2 reachable from ?1 through supersessions and corrections?
+pub(super) const REACHES: &str = "WITH RECURSIVE succ(id) AS (
+         SELECT ?1
+         UNION
+         SELECT s.superseded_by FROM supersessions s JOIN succ ON s.decision_id = succ.id
+         UNION
+         SELECT d.decision_id FROM decisions d JOIN succ ON d.corrects_decision_id = succ.id
+     )
+     SELECT EXISTS (SELECT 1 FROM succ WHERE id = ?2)";
 
 /// One row of [`Store::plans`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -110,7 +129,7 @@ fn insert_error(d: &Decision, e: rusqlite::Error) -> Error {
 }
 
 fn plan_of(tx: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
-    tx.prepare_cached("SELECT plan_id FROM decisions WHERE decision_id = ?1")?.query_row([id], |r| r.get(0)).optional()
+    tx.prepare_cached(PLAN_OF)?.query_row([id], |r| r.get(0)).optional()
 }
 
 /// Checks that a referenced decision is stored in `plan` (one index lookup).
@@ -157,8 +176,7 @@ pub(crate) fn insert_row(tx: &Transaction<'_>, d: &Decision) -> Result<()> {
 
 /// Reads one decision inside a transaction.
 pub(crate) fn get_in(tx: &rusqlite::Connection, id: DecisionId) -> Result<Option<Decision>> {
-    let sql = format!("{SELECT} WHERE d.decision_id = ?1");
-    let mut stmt = tx.prepare_cached(&sql).map_err(storage)?;
+    let mut stmt = tx.prepare_cached(DECISION_BY_ID).map_err(storage)?;
     let row = stmt.query_row([id.to_string()], from_row).optional().map_err(storage)?;
     row.transpose()
 }
@@ -191,16 +209,7 @@ pub(crate) fn link_supersession(tx: &Transaction<'_>, old: DecisionId, new: Deci
     }
     // Would `old` be reachable from `new` through corrections and supersessions?
     let cycle: bool = tx
-        .prepare_cached(
-            "WITH RECURSIVE succ(id) AS (
-                 SELECT ?1
-                 UNION
-                 SELECT s.superseded_by FROM supersessions s JOIN succ ON s.decision_id = succ.id
-                 UNION
-                 SELECT d.decision_id FROM decisions d JOIN succ ON d.corrects_decision_id = succ.id
-             )
-             SELECT EXISTS (SELECT 1 FROM succ WHERE id = ?2)",
-        )
+        .prepare_cached(REACHES)
         .map_err(storage)?
         .query_row([new.to_string(), old.to_string()], |r| r.get(0))
         .map_err(storage)?;
@@ -290,8 +299,7 @@ impl Store {
     /// # Errors
     /// [`Error::Storage`] when rows cannot be read.
     pub fn plan_decisions(&self, plan: PlanId) -> Result<Vec<Decision>> {
-        let sql = format!("{SELECT} WHERE d.plan_id = ?1 ORDER BY d.sequence");
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(storage)?;
+        let mut stmt = self.conn.prepare_cached(PLAN_ROWS).map_err(storage)?;
         let rows = stmt.query_map([plan.to_string()], from_row).map_err(storage)?;
         collect(rows)
     }
@@ -302,10 +310,10 @@ impl Store {
     /// The first error of reading a row or of `f`.
     pub fn for_each_decision(&self, plan: Option<PlanId>, mut f: impl FnMut(Decision) -> Result<()>) -> Result<()> {
         let (sql, arg) = match plan {
-            Some(p) => (format!("{SELECT} WHERE d.plan_id = ?1 ORDER BY d.plan_id, d.sequence"), Some(p.to_string())),
-            None => (format!("{SELECT} ORDER BY d.plan_id, d.sequence"), None),
+            Some(p) => (PLAN_ROWS, Some(p.to_string())),
+            None => (ALL_ROWS, None),
         };
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(storage)?;
+        let mut stmt = self.conn.prepare_cached(sql).map_err(storage)?;
         let mut rows = match &arg {
             Some(a) => stmt.query([a]),
             None => stmt.query([]),

@@ -16,6 +16,18 @@ use super::{storage, Store};
 use crate::error::{Error, Result};
 use crate::uko::{Direction, GraphSource, NodeKey, NodeRecord, NodeView, UkoEdge, UkoGraph, UkoNode};
 
+/// One BFS hop: the edges leaving (or entering) a whole frontier.
+pub(super) const EXPAND_OUT: &str = "SELECT source_id, target_id FROM uko_edges WHERE source_id IN rarray(?1)";
+pub(super) const EXPAND_OUT_REL: &str =
+    "SELECT source_id, target_id FROM uko_edges WHERE source_id IN rarray(?1) AND relation IN rarray(?2)";
+pub(super) const EXPAND_IN: &str = "SELECT target_id, source_id FROM uko_edges WHERE target_id IN rarray(?1)";
+pub(super) const EXPAND_IN_REL: &str =
+    "SELECT target_id, source_id FROM uko_edges WHERE target_id IN rarray(?1) AND relation IN rarray(?2)";
+pub(super) const RESOLVE: &str = "SELECT uri, node_id FROM uko_nodes WHERE uri IN rarray(?1)";
+pub(super) const RECORDS: &str = "SELECT node_id, uri, domain FROM uko_nodes WHERE node_id IN rarray(?1)";
+pub(super) const VIEWS: &str =
+    "SELECT node_id, depth, content FROM uko_node_views WHERE node_id IN rarray(?1) ORDER BY node_id, depth";
+
 /// Node and edge totals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct GraphCounts {
@@ -233,8 +245,7 @@ impl Store {
 
 impl GraphSource for Store {
     fn resolve(&self, uris: &[String]) -> Result<Vec<NodeKey>> {
-        let mut stmt =
-            self.conn.prepare_cached("SELECT uri, node_id FROM uko_nodes WHERE uri IN rarray(?1)").map_err(storage)?;
+        let mut stmt = self.conn.prepare_cached(RESOLVE).map_err(storage)?;
         let found: HashMap<String, NodeKey> = stmt
             .query_map([text_array(uris)], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(storage)?
@@ -249,16 +260,12 @@ impl GraphSource for Store {
         direction: Direction,
         relations: Option<&[String]>,
     ) -> Result<Vec<(NodeKey, NodeKey)>> {
-        const OUT: &str = "SELECT source_id, target_id FROM uko_edges WHERE source_id IN rarray(?1)";
-        const OUT_REL: &str =
-            "SELECT source_id, target_id FROM uko_edges WHERE source_id IN rarray(?1) AND relation IN rarray(?2)";
-        const IN: &str = "SELECT target_id, source_id FROM uko_edges WHERE target_id IN rarray(?1)";
-        const IN_REL: &str =
-            "SELECT target_id, source_id FROM uko_edges WHERE target_id IN rarray(?1) AND relation IN rarray(?2)";
         let mut out = Vec::new();
         let keys = key_array(frontier);
         let rels = relations.map(text_array);
-        for (dir, plain, filtered) in [(Direction::Outgoing, OUT, OUT_REL), (Direction::Incoming, IN, IN_REL)] {
+        for (dir, plain, filtered) in
+            [(Direction::Outgoing, EXPAND_OUT, EXPAND_OUT_REL), (Direction::Incoming, EXPAND_IN, EXPAND_IN_REL)]
+        {
             if direction != Direction::Both && direction != dir {
                 continue;
             }
@@ -280,10 +287,7 @@ impl GraphSource for Store {
 
     fn records(&self, keys: &[NodeKey], with_views: bool) -> Result<Vec<NodeRecord>> {
         let array = key_array(keys);
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT node_id, uri, domain FROM uko_nodes WHERE node_id IN rarray(?1)")
-            .map_err(storage)?;
+        let mut stmt = self.conn.prepare_cached(RECORDS).map_err(storage)?;
         let mut by_key: HashMap<NodeKey, NodeRecord> = stmt
             .query_map([array.clone()], |r| {
                 let key: NodeKey = r.get(0)?;
@@ -293,12 +297,7 @@ impl GraphSource for Store {
             .collect::<rusqlite::Result<_>>()
             .map_err(storage)?;
         if with_views {
-            let mut stmt = self
-                .conn
-                .prepare_cached(
-                    "SELECT node_id, depth, content FROM uko_node_views WHERE node_id IN rarray(?1) ORDER BY node_id, depth",
-                )
-                .map_err(storage)?;
+            let mut stmt = self.conn.prepare_cached(VIEWS).map_err(storage)?;
             let rows = stmt
                 .query_map([array], |r| {
                     Ok((r.get::<_, NodeKey>(0)?, NodeView { depth: r.get(1)?, content: r.get(2)? }))

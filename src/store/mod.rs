@@ -387,4 +387,42 @@ mod tests {
         }
         assert_eq!(fs::read(&path).unwrap(), before);
     }
+
+    /// Every query on the hot paths searches an index; none scans the edge or decision table.
+    #[test]
+    fn hot_queries_search_indexes() {
+        let store = Store::open_in_memory().unwrap();
+        let queries = [
+            graph::EXPAND_OUT,
+            graph::EXPAND_OUT_REL,
+            graph::EXPAND_IN,
+            graph::EXPAND_IN_REL,
+            graph::RESOLVE,
+            graph::RECORDS,
+            graph::VIEWS,
+            decisions::DECISION_BY_ID,
+            decisions::PLAN_ROWS,
+            decisions::PLAN_OF,
+            decisions::REACHES,
+        ];
+        for sql in queries {
+            let mut stmt = store.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let nulls = vec![rusqlite::types::Value::Null; stmt.parameter_count()];
+            let plan: Vec<String> = stmt
+                .query_map(rusqlite::params_from_iter(nulls), |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect();
+            let text = plan.join("\n");
+            for table in ["uko_edges", "uko_nodes", "uko_node_views", "decisions", "supersessions", "d ", "s "] {
+                assert!(
+                    !plan
+                        .iter()
+                        .any(|l| l.starts_with(&format!("SCAN {table}")) || l == &format!("SCAN {}", table.trim())),
+                    "{sql}\nscans {table}:\n{text}"
+                );
+            }
+            assert!(text.contains("SEARCH"), "{sql}\nsearches no index:\n{text}");
+        }
+    }
 }
