@@ -34,6 +34,10 @@ pub enum Error {
     #[error("{}: schema version {found} is newer than this library supports ({supported}); upgrade decision-store", path.display())]
     IncompatibleVersion { path: PathBuf, found: i64, supported: i64 },
 
+    /// The file is damaged (truncated, overwritten): SQLite cannot read it.
+    #[error("the store file is damaged ({0}); restore it from a copy")]
+    Corrupt(String),
+
     /// A write was attempted on a store opened read-only.
     #[error("the store is open read-only")]
     ReadOnly,

@@ -113,9 +113,10 @@ fn inspect(path: &Path) -> Result<FileState> {
 
 /// Maps an engine error to ours, keeping the engine's types out of the API.
 pub(crate) fn storage(e: rusqlite::Error) -> Error {
-    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseCorrupt, DatabaseLocked, NotADatabase};
     match e.sqlite_error_code() {
         Some(DatabaseBusy | DatabaseLocked) => Error::Busy,
+        Some(DatabaseCorrupt | NotADatabase) => Error::Corrupt(e.to_string()),
         _ => Error::Storage(Box::new(e)),
     }
 }
