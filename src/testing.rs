@@ -44,6 +44,17 @@ use crate::store::{ImportOptions, Store};
 // ------------------------------------------------------------------ generators
 
 /// Any plan id (a valid ULID with a timestamp between 2020 and 2100).
+///
+/// Every strategy here can drive a `proptest!` test or be sampled by hand:
+/// ```
+/// use proptest::strategy::{Strategy, ValueTree};
+/// use proptest::test_runner::TestRunner;
+/// let mut runner = TestRunner::deterministic();
+/// let plan = decision_store::testing::plan_id().new_tree(&mut runner).unwrap().current();
+/// let id = decision_store::testing::decision_id().new_tree(&mut runner).unwrap().current();
+/// assert_eq!(plan.to_string().len(), 26);
+/// assert!(decision_store::DecisionId::parse(&id.to_string()).is_ok());
+/// ```
 pub fn plan_id() -> impl Strategy<Value = PlanId> {
     ulid_value().prop_map(PlanId::from_u128)
 }
@@ -197,6 +208,14 @@ fn with_content(mut b: DecisionBuilder, c: Content) -> DecisionBuilder {
 
 /// One valid decision of any type; parent, correction and supersession
 /// links name random ids (so it is valid, but not storable on its own).
+///
+/// ```
+/// use proptest::prelude::*;
+/// use decision_store::testing;
+/// proptest!(|(d in testing::decision())| {
+///     testing::assert_json_round_trip(&d).map_err(|m| TestCaseError::fail(m.to_string()))?;
+/// });
+/// ```
 pub fn decision() -> impl Strategy<Value = Decision> {
     (
         (decision_id(), plan_id(), decision_type(), 0u32..100_000),
@@ -224,6 +243,16 @@ pub fn decision() -> impl Strategy<Value = Decision> {
 /// A storable plan of 1 to `max` decisions in sequence order: a
 /// prompt_definition root, children under earlier decisions, corrections of
 /// earlier decisions and supersessions by later ones (never a cycle).
+///
+/// ```
+/// use proptest::strategy::{Strategy, ValueTree};
+/// use proptest::test_runner::TestRunner;
+/// let mut runner = TestRunner::deterministic();
+/// let plan = decision_store::testing::plan(20).new_tree(&mut runner).unwrap().current();
+/// let tree = decision_store::DecisionTree::from_decisions(plan.clone());
+/// assert_eq!(tree.roots().len(), 1);
+/// decision_store::testing::assert_store_round_trip(&plan).unwrap();
+/// ```
 pub fn plan(max: usize) -> impl Strategy<Value = Vec<Decision>> {
     let max = max.max(1);
     (1..=max).prop_flat_map(|n| {
@@ -281,6 +310,15 @@ fn build_plan(
 }
 
 /// A valid decision's JSON broken in one way, and the field the error must name.
+///
+/// ```
+/// use proptest::prelude::*;
+/// use decision_store::{testing, Decision};
+/// proptest!(|((json, field) in testing::invalid_decision())| {
+///     let err = Decision::from_json_value(json).unwrap_err();
+///     prop_assert!(err.to_string().contains(field), "{err}");
+/// });
+/// ```
 pub fn invalid_decision() -> impl Strategy<Value = (Value, &'static str)> {
     type Mutation = (&'static str, fn(&mut Value));
     let mutations: Vec<Mutation> = vec![
@@ -333,7 +371,21 @@ pub fn invalid_decision() -> impl Strategy<Value = (Value, &'static str)> {
 /// Writes a plan tree in a few lines, with names instead of ids.
 ///
 /// Sequences follow the order of the calls; [`PlanBuilder::build`] checks
-/// every decision and returns them with their ids.
+/// every decision and returns them with their ids. A correction takes the
+/// type and parent of the decision it corrects.
+///
+/// ```
+/// use decision_store::testing::PlanBuilder;
+/// use decision_store::DecisionType::*;
+/// let plan = PlanBuilder::new()
+///     .root("goal")
+///     .child("pick", "goal", StrategyChoice)
+///     .correction("pick again", "pick")
+///     .build()?;
+/// assert_eq!(plan.get("pick again").corrects_decision_id(), Some(plan.id("pick")));
+/// assert_eq!(plan.get("pick again").sequence(), 2);
+/// # Ok::<(), decision_store::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct PlanBuilder {
     plan: PlanId,
@@ -480,6 +532,19 @@ impl BuiltPlan {
 
 /// A store in a temp directory that lives as long as this value.
 ///
+/// ```
+/// use decision_store::testing::{PlanBuilder, TempStore};
+/// let plan = PlanBuilder::new().root("goal").build()?;
+/// let mut temp = TempStore::new()?.keep_on_failure();
+/// temp.store()?.insert_many(plan.decisions())?;
+/// let back = temp.reopen()?.plan_decisions(plan.plan_id())?; // read from disk
+/// assert_eq!(back, plan.decisions());
+/// let path = temp.path().to_owned();
+/// drop(temp);
+/// assert!(!path.exists());
+/// # Ok::<(), decision_store::Error>(())
+/// ```
+///
 /// The directory is removed on drop, unless [`TempStore::keep_on_failure`]
 /// was asked for and the thread is panicking (a failed test): then its path
 /// is printed so the file can be inspected with `sqlite3` or `dstore`.
@@ -583,6 +648,16 @@ impl std::error::Error for Mismatch {}
 pub type RoundTrip = std::result::Result<(), Box<Mismatch>>;
 
 /// The path and values of the first difference between two JSON values.
+///
+/// ```
+/// use serde_json::json;
+/// let (field, a, b) = decision_store::testing::first_difference(
+///     &json!({"context_snapshot": {"resources": [{"version": "v1"}]}}),
+///     &json!({"context_snapshot": {"resources": [{"version": null}]}}),
+/// ).unwrap();
+/// assert_eq!(field, "context_snapshot.resources[0].version");
+/// assert_eq!((a, b), (json!("v1"), json!(null)));
+/// ```
 pub fn first_difference(expected: &Value, actual: &Value) -> Option<(String, Value, Value)> {
     fn walk(path: &str, a: &Value, b: &Value) -> Option<(String, Value, Value)> {
         match (a, b) {
@@ -662,6 +737,12 @@ fn failed(route: &'static str, e: Error) -> Box<Mismatch> {
 
 /// Encodes a decision as JSON text and decodes it again.
 ///
+/// ```
+/// let plan = decision_store::testing::PlanBuilder::new().root("goal").build()?;
+/// decision_store::testing::assert_json_round_trip(&plan.decisions()[0]).unwrap();
+/// # Ok::<(), decision_store::Error>(())
+/// ```
+///
 /// # Errors
 /// The first differing field, or the decoding error.
 pub fn assert_json_round_trip(decision: &Decision) -> RoundTrip {
@@ -670,6 +751,13 @@ pub fn assert_json_round_trip(decision: &Decision) -> RoundTrip {
 }
 
 /// Inserts decisions into a fresh temp-file store, closes it, reopens it and reads every one back.
+///
+/// ```
+/// use decision_store::testing::{assert_store_round_trip, PlanBuilder};
+/// let plan = PlanBuilder::new().root("goal").child("step", "goal", decision_store::DecisionType::ToolInvocation).build()?;
+/// assert_store_round_trip(plan.decisions()).unwrap();
+/// # Ok::<(), decision_store::Error>(())
+/// ```
 ///
 /// # Errors
 /// The first differing field, or the store's error.
@@ -689,6 +777,14 @@ pub fn assert_store_round_trip(decisions: &[Decision]) -> RoundTrip {
 
 /// Stores decisions, exports them as JSON Lines, imports that into a second
 /// store and exports again: both exports and every decision must match.
+///
+/// ```
+/// use decision_store::testing::{assert_exchange_round_trip, PlanBuilder};
+/// use decision_store::DecisionType::*;
+/// let plan = PlanBuilder::new().root("r").child("a", "r", ToolInvocation).child("b", "r", ToolInvocation).supersede("a", "b").build()?;
+/// assert_exchange_round_trip(plan.decisions()).unwrap();
+/// # Ok::<(), decision_store::Error>(())
+/// ```
 ///
 /// # Errors
 /// The first differing field, or a store's error.
@@ -721,6 +817,20 @@ pub fn assert_exchange_round_trip(decisions: &[Decision]) -> RoundTrip {
 /// Copies an old store file into a temp directory, opens the copy (which
 /// migrates it to the current schema) and compares its decisions, by id,
 /// with `expected`. The original file is not touched.
+///
+/// ```
+/// use decision_store::testing::{check_upgrade, PlanBuilder, TempStore};
+/// // In a real suite the file is a fixture written by an older version.
+/// let plan = PlanBuilder::new().root("goal").build()?;
+/// let mut old = TempStore::new()?;
+/// old.store()?.insert_many(plan.decisions())?;
+/// old.close();
+/// check_upgrade(old.path(), plan.decisions()).unwrap();
+/// let wrong = plan.decisions()[0].to_builder().rationale("edited").build()?;
+/// let mismatch = check_upgrade(old.path(), &[wrong]).unwrap_err();
+/// assert_eq!(mismatch.field, "rationale");
+/// # Ok::<(), decision_store::Error>(())
+/// ```
 ///
 /// # Errors
 /// The first differing field, or the store's error.

@@ -63,3 +63,49 @@ fn a_mismatch_names_the_field_and_both_values() {
     assert_eq!(expected, serde_json::json!(""));
     assert_eq!(actual, serde_json::json!("edited"));
 }
+
+#[test]
+fn a_temp_store_is_kept_when_its_test_fails_and_removed_otherwise() {
+    let kept = std::panic::catch_unwind(|| {
+        let temp = testing::TempStore::new().unwrap().keep_on_failure();
+        let path = temp.path().to_owned();
+        std::panic::panic_any(path);
+    })
+    .unwrap_err();
+    let path = kept.downcast_ref::<std::path::PathBuf>().unwrap().clone();
+    assert!(path.exists(), "a failed test's store was removed");
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+
+    let quiet = std::panic::catch_unwind(|| {
+        let temp = testing::TempStore::new().unwrap();
+        std::panic::panic_any(temp.path().to_owned());
+    })
+    .unwrap_err();
+    assert!(!quiet.downcast_ref::<std::path::PathBuf>().unwrap().exists(), "kept without being asked");
+}
+
+#[test]
+fn store_mismatches_name_the_decision_field_and_values() {
+    let plan = testing::PlanBuilder::new()
+        .root("goal")
+        .child("step", "goal", decision_store::DecisionType::ToolInvocation)
+        .build()
+        .unwrap();
+    let mut old = testing::TempStore::new().unwrap();
+    old.store().unwrap().insert_many(plan.decisions()).unwrap();
+    old.close();
+    let mut expected = plan.decisions().to_vec();
+    expected[1] = expected[1].to_builder().confidence_score(0.5).build().unwrap();
+    let m = testing::check_upgrade(old.path(), &expected).unwrap_err();
+    assert_eq!(m.route, "upgrade");
+    assert_eq!(m.decision_id, Some(plan.id("step").to_string()));
+    assert_eq!(m.field, "confidence_score");
+    assert_eq!((m.expected.clone(), m.actual.clone()), (serde_json::json!(0.5), serde_json::Value::Null));
+    assert_eq!(
+        m.to_string(),
+        format!(
+            "upgrade round trip of decision {}: field `confidence_score` differs: expected 0.5, got null",
+            plan.id("step")
+        )
+    );
+}

@@ -13,6 +13,7 @@ use decision_store::inheritance::{AssembledContext, ChildContextResult, Inherita
 use decision_store::projection::{
     DetailLevelMap, DetailLevelRegistry, FragmentSet, ProjectedNode, Projection, ProjectionSpec,
 };
+use decision_store::testing::TempStore;
 use decision_store::{ContextSnapshot, Decision, DecisionId, Error, PlanId, Store};
 
 /// The outcome of a step: an error message fails the step.
@@ -32,8 +33,12 @@ pub(crate) use ensure;
 #[derive(Debug, cucumber::World)]
 #[world(init = Self::new)]
 pub struct World {
+    /// For scenarios about files that are not (yet) stores.
     pub dir: tempfile::TempDir,
-    pub store: Option<Store>,
+    /// The scenario's store file (the crate's own test-support type).
+    pub temp: Option<TempStore>,
+    /// A store opened from a file of `dir` by a scenario.
+    pub opened: Option<Store>,
 
     // decisions
     pub plan: Option<PlanId>,
@@ -70,7 +75,8 @@ impl World {
     fn new() -> Self {
         World {
             dir: tempfile::tempdir().expect("temp dir"),
-            store: None,
+            temp: None,
+            opened: None,
             plan: None,
             parent: None,
             corrected: None,
@@ -98,23 +104,26 @@ impl World {
         }
     }
 
-    /// The scenario's store file.
+    /// The scenario's store file, or the file a file scenario writes.
     pub fn db_path(&self) -> PathBuf {
-        self.dir.path().join("scenario.db")
+        match &self.temp {
+            Some(t) => t.path().to_owned(),
+            None => self.dir.path().join("scenario.db"),
+        }
     }
 
-    /// The scenario's store, opened on first use.
+    /// The scenario's store, created on first use.
     pub fn store(&mut self) -> Result<&mut Store, String> {
-        if self.store.is_none() {
-            self.store = Some(Store::open(self.db_path()).map_err(|e| e.to_string())?);
+        if self.temp.is_none() {
+            self.temp = Some(TempStore::new().map_err(|e| e.to_string())?.keep_on_failure());
         }
-        Ok(self.store.as_mut().expect("opened above"))
+        self.temp.as_mut().expect("created above").store().map_err(|e| e.to_string())
     }
 
     /// Closes the store and opens the file again, so reads come from disk.
     pub fn reopen(&mut self) -> Result<&mut Store, String> {
-        self.store = None;
-        self.store()
+        self.store()?;
+        self.temp.as_mut().expect("created above").reopen().map_err(|e| e.to_string())
     }
 
     pub fn plan(&mut self) -> PlanId {

@@ -149,10 +149,8 @@ fn register_code(w: &mut World, domain: String) {
 
 fn run_projection(w: &mut World, spec: decision_store::Result<ProjectionSpec>) -> StepResult {
     let projector = DepthBreadthProjector::with_registry(w.registry.clone());
-    let result = spec.and_then(|s| {
-        let store = w.store.as_ref().expect("a graph step opened the store");
-        projector.project(store, &s)
-    });
+    let store = &*w.store()?;
+    let result = spec.and_then(|s| projector.project(store, &s));
     match result {
         Ok(p) => w.projection = Some(p),
         Err(e) => w.error = Some(e),
@@ -186,7 +184,7 @@ fn project_multi(w: &mut World, a: String, b: String, breadth: u32, depth: u32) 
 #[when(regex = r#"^I project to fragments with focus "(\w+)" and breadth (\d+) and depth (\d+)$"#)]
 fn project_fragments(w: &mut World, focus: String, breadth: u32, depth: u32) -> StepResult {
     let spec = ProjectionSpec::new([focus], breadth, depth).map_err(|e| e.to_string())?;
-    let store = w.store.as_ref().ok_or("no graph")?;
+    let store = &*w.store()?;
     let set = DepthBreadthProjector::new().project_fragments(store, &spec, &Cl100k, None).map_err(|e| e.to_string())?;
     w.fragments = Some(set);
     Ok(())

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use cucumber::{given, then, when};
+use decision_store::testing::PlanBuilder;
 use decision_store::{ContextSnapshot, Decision, DecisionId, DecisionType, Error, PlanId, ResourceRef, Store};
 
 use super::persistence::three_level_tree;
@@ -26,16 +27,16 @@ pub fn dump(store: &Store) -> Result<Vec<String>, String> {
 
 /// The history plan of the feature's description, keyed by name.
 pub fn history_plan(plan: PlanId) -> decision_store::Result<Vec<(&'static str, Decision)>> {
-    let r = Decision::builder(plan, DecisionType::PromptDefinition, 0).chosen_option("ship the importer").build()?;
-    let under = |t, seq| Decision::builder(plan, t, seq).parent(r.decision_id());
-    let a = under(DecisionType::StrategyChoice, 1).chosen_option("stream the file").build()?;
-    let a2 =
-        under(DecisionType::StrategyChoice, 2).corrects(a.decision_id()).chosen_option("stream, batch 10k").build()?;
-    let a3 =
-        under(DecisionType::StrategyChoice, 3).corrects(a2.decision_id()).chosen_option("stream, one tx").build()?;
-    let c = under(DecisionType::ToolInvocation, 5).chosen_option("cargo bench").build()?;
-    let b = under(DecisionType::ToolInvocation, 4).chosen_option("hyperfine").superseded_by(c.decision_id()).build()?;
-    Ok(vec![("R", r), ("A", a), ("A2", a2), ("A3", a3), ("B", b), ("C", c)])
+    let built = PlanBuilder::for_plan(plan)
+        .root("R")
+        .child("A", "R", DecisionType::StrategyChoice)
+        .correction("A2", "A")
+        .correction("A3", "A2")
+        .child("B", "R", DecisionType::ToolInvocation)
+        .child("C", "R", DecisionType::ToolInvocation)
+        .supersede("B", "C")
+        .build()?;
+    Ok(["R", "A", "A2", "A3", "B", "C"].into_iter().map(|n| (n, built.get(n).clone())).collect())
 }
 
 fn named(w: &World, name: &str) -> Result<Decision, String> {
@@ -444,11 +445,11 @@ fn open_it(w: &mut World, how: String) {
     let result = if how == "read-only" { Store::open_read_only(&path) } else { Store::open(&path) };
     match result {
         Ok(store) => {
-            w.store = Some(store);
+            w.opened = Some(store);
             w.error = None;
         }
         Err(e) => {
-            w.store = None;
+            w.opened = None;
             w.error = Some(e);
         }
     }
@@ -456,7 +457,7 @@ fn open_it(w: &mut World, how: String) {
 
 #[then(regex = r#"^opening fails with "([^"]+)"$"#)]
 fn open_fails(w: &mut World, msg: String) -> StepResult {
-    ensure!(w.store.is_none(), "the file was opened");
+    ensure!(w.opened.is_none(), "the file was opened");
     let e = w.error()?.to_string();
     ensure!(e.contains(&msg), "{e:?} does not say {msg:?}");
     Ok(())
@@ -471,9 +472,9 @@ fn file_unchanged(w: &mut World) -> StepResult {
 
 #[then(regex = r"^opening creates an empty store$")]
 fn creates(w: &mut World) -> StepResult {
-    let store = w.store.as_ref().ok_or_else(|| format!("not opened: {:?}", w.error))?;
+    let store = w.opened.as_ref().ok_or_else(|| format!("not opened: {:?}", w.error))?;
     ensure!(store.plans().map_err(s)?.is_empty(), "not empty");
-    w.store = None;
+    w.opened = None;
     let store = Store::open_read_only(w.db_path()).map_err(s)?;
     ensure!(store.schema_version().map_err(s)? == decision_store::store::supported_schema_version(), "not migrated");
     Ok(())
