@@ -141,7 +141,8 @@ pub trait SkeletonCompressor {
 /// file name) followed by its module-graph line at detail depth 1
 /// (`main.py` / `[MODULE_GRAPH]: symbols=main,run`), or, when the budget is
 /// tight, the listing alone at depth 0. Lower-priority
-/// fragments shrink first, and drop only when even listings do not fit.
+/// fragments shrink first, and drop only when even listings do not fit; what
+/// dropping frees goes back to detail, most relevant first.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DepthReductionCompressor;
 
@@ -178,8 +179,9 @@ impl SkeletonCompressor for DepthReductionCompressor {
     ) -> Vec<ContextFragment> {
         let render = |f: &ContextFragment, depth: u32| -> ContextFragment {
             let name = listing_name(f.resource_uri());
-            let text = if depth >= 1 {
-                format!("{name}\n[MODULE_GRAPH]: symbols={}", defined_symbols(f.content()).join(","))
+            let symbols = defined_symbols(f.content());
+            let text = if depth >= 1 && !symbols.is_empty() {
+                format!("{name}\n[MODULE_GRAPH]: symbols={}", symbols.join(","))
             } else {
                 name.to_owned()
             };
@@ -203,6 +205,17 @@ impl SkeletonCompressor for DepthReductionCompressor {
             match out.pop() {
                 Some(f) => total -= f.tokens(),
                 None => break,
+            }
+        }
+        // Spend what the drops left over on detail, most relevant first.
+        for i in 0..out.len() {
+            if out[i].detail_depth() == 0 && fragments[i].detail_depth() >= 1 {
+                let full = render(&fragments[i], 1);
+                if total - out[i].tokens() + full.tokens() > budget {
+                    break; // detail goes strictly in order of relevance
+                }
+                total = total - out[i].tokens() + full.tokens();
+                out[i] = full;
             }
         }
         out
@@ -486,4 +499,41 @@ pub fn child_context_from_store(
         options.child_depth_in_tree,
         distances.as_ref(),
     )
+}
+
+#[cfg(test)]
+mod compressor_tests {
+    use super::*;
+    use crate::projection::CharEstimate;
+
+    fn frag(uri: &str, body: &str) -> ContextFragment {
+        ContextFragment::new(uri, body, 100, 4)
+    }
+
+    #[test]
+    fn tight_budgets_shrink_the_least_relevant_first_then_drop_then_restore_detail() {
+        let fs: Vec<ContextFragment> = (0..6)
+            .map(|i| frag(&format!("project://src/m{i}.py"), &format!("def f{i}(): pass\nclass C{i}: pass")))
+            .collect();
+        let c = DepthReductionCompressor;
+        let full: usize = fs.iter().map(|f| c.compress(std::slice::from_ref(f), 1000, &CharEstimate)[0].tokens()).sum();
+        // Everything fits: all at depth 1.
+        let all = c.compress(&fs, full, &CharEstimate);
+        assert!(all.iter().all(|f| f.detail_depth() == 1) && all.len() == 6);
+        // A little less: the last one shrinks to its listing.
+        let some = c.compress(&fs, full - 1, &CharEstimate);
+        assert_eq!(some.iter().map(|f| f.detail_depth()).collect::<Vec<_>>(), [1, 1, 1, 1, 1, 0]);
+        assert!(some.iter().map(ContextFragment::tokens).sum::<usize>() < full);
+        // Very tight: the most relevant keep their place; every result fits.
+        for budget in 0..full {
+            let out = c.compress(&fs, budget, &CharEstimate);
+            assert!(out.iter().map(ContextFragment::tokens).sum::<usize>() <= budget, "budget {budget}");
+            for (i, f) in out.iter().enumerate() {
+                assert_eq!(f.uko_node(), fs[i].uko_node(), "order changed at budget {budget}");
+            }
+            // Depth never increases towards the less relevant end.
+            assert!(out.windows(2).all(|w| w[0].detail_depth() >= w[1].detail_depth()), "budget {budget}: {out:?}");
+        }
+        assert!(c.compress(&fs, 0, &CharEstimate).is_empty());
+    }
 }

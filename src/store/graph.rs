@@ -313,3 +313,58 @@ impl GraphSource for Store {
         keys.iter().map(|k| by_key.remove(k).ok_or_else(|| Error::UnknownNode(format!("node key {k}")))).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> Store {
+        let mut s = Store::open_in_memory().unwrap();
+        let nodes: Vec<UkoNode> = ["a", "b", "c"].iter().map(|u| UkoNode::new(*u, "d:", "k", *u)).collect();
+        s.upsert_nodes(&nodes).unwrap();
+        s.upsert_edges(&[
+            UkoEdge::new("a", "b", "calls"),
+            UkoEdge::new("a", "c", "imports"),
+            UkoEdge::new("c", "a", "calls"),
+        ])
+        .unwrap();
+        s
+    }
+
+    fn uris(ns: &[Neighbour]) -> Vec<(&str, &str, Direction)> {
+        ns.iter().map(|n| (n.uri.as_str(), n.relation.as_str(), n.direction)).collect()
+    }
+
+    #[test]
+    fn neighbours_by_direction_and_relation() {
+        let s = store();
+        assert_eq!(
+            uris(&s.neighbours("a", Direction::Outgoing, None).unwrap()),
+            [("b", "calls", Direction::Outgoing), ("c", "imports", Direction::Outgoing)]
+        );
+        assert_eq!(uris(&s.neighbours("a", Direction::Incoming, None).unwrap()), [("c", "calls", Direction::Incoming)]);
+        let calls = ["calls".to_owned()];
+        assert_eq!(
+            uris(&s.neighbours("a", Direction::Both, Some(&calls)).unwrap()),
+            [("b", "calls", Direction::Outgoing), ("c", "calls", Direction::Incoming)]
+        );
+        assert!(matches!(s.neighbours("zzz", Direction::Both, None), Err(Error::UnknownNode(u)) if u == "zzz"));
+    }
+
+    #[test]
+    fn upserts_replace_views_and_weights_and_reject_unknown_ends_whole() {
+        let mut s = store();
+        s.upsert_nodes(&[UkoNode::new("a", "d2:", "k2", "A").with_view(1, "one")]).unwrap();
+        let mut e = UkoEdge::new("a", "b", "calls");
+        e.weight = Some(2.5);
+        s.upsert_edges(&[e]).unwrap();
+        let g = s.load_graph().unwrap();
+        assert_eq!(g.node("a").unwrap(), &UkoNode::new("a", "d2:", "k2", "A").with_view(1, "one"));
+        assert_eq!(g.edge_count(), 3);
+        assert!(g.edges().any(|e| e.source == "a" && e.target == "b" && e.weight == Some(2.5)));
+        let before = s.graph_counts().unwrap();
+        let err = s.upsert_edges(&[UkoEdge::new("b", "c", "x"), UkoEdge::new("b", "ghost", "x")]).unwrap_err();
+        assert!(matches!(err, Error::UnknownNode(u) if u == "ghost"));
+        assert_eq!(s.graph_counts().unwrap(), before, "the batch was not all or nothing");
+    }
+}
