@@ -236,43 +236,23 @@ impl Store {
         options: ImportOptions,
         mut progress: impl FnMut(&ImportReport),
     ) -> Result<ImportReport> {
-        let mut lines = Lines::new(reader);
-        let mut report = ImportReport::default();
         let mut pending = Pending::default();
-        let batch = options.batch.unwrap_or(usize::MAX).max(1) as u64;
-        let mut tx = self.begin()?;
-        let mut in_batch = 0u64;
-        while let Some((line, text)) = lines.next_line()? {
-            let d = Decision::from_json(text).map_err(at(line))?;
-            report.lines += 1;
-            place(&tx, line, d, &mut pending, &mut report)?;
-            in_batch += 1;
-            if in_batch == batch {
-                tx.commit().map_err(storage)?;
-                report.batches += 1;
-                in_batch = 0;
-                tx = self.begin()?;
-            }
-            if report.lines % 10_000 == 0 {
-                report.bytes = lines.bytes;
-                progress(&report);
-            }
-        }
-        report.bytes = lines.bytes;
-        if !pending.is_empty() {
-            let err = Error::validation("references", pending.describe());
-            if options.batch.is_some() && in_batch > 0 {
-                // Batch mode keeps what could be stored; whatever waits stays out.
-                tx.commit().map_err(storage)?;
-            }
-            return Err(err);
-        }
-        if in_batch > 0 || report.batches == 0 {
-            tx.commit().map_err(storage)?;
-            report.batches += 1;
-        }
-        progress(&report);
-        Ok(report)
+        self.import_lines(
+            reader,
+            options,
+            &mut progress,
+            &mut pending,
+            |tx, line, text, pending, report| {
+                place(tx, line, Decision::from_json(text).map_err(at(line))?, pending, report)
+            },
+            |pending| {
+                if pending.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Error::validation("references", pending.describe()))
+                }
+            },
+        )
     }
 
     /// Writes decisions as JSON Lines, ordered by plan then sequence.
@@ -316,16 +296,36 @@ impl Store {
         progress: &mut impl FnMut(&ImportReport),
         write: impl Fn(&Transaction<'_>, &[T]) -> Result<()>,
     ) -> Result<ImportReport> {
+        let record = |tx: &Transaction<'_>, line: u64, text: &str, _: &mut (), report: &mut ImportReport| {
+            let record: T = serde_json::from_str(text).map_err(|e| at(line)(Error::Json(e)))?;
+            write(tx, std::slice::from_ref(&record)).map_err(at(line))?;
+            report.imported += 1;
+            Ok(())
+        };
+        self.import_lines(reader, options, progress, &mut (), record, |_| Ok(()))
+    }
+
+    /// The loop of every import: one record per non-blank line, a commit every
+    /// `options.batch` lines (or once), progress every 10,000 lines. When
+    /// `finish` fails at the end, batch mode keeps the batches committed and
+    /// commits what the last one holds; otherwise nothing is written.
+    fn import_lines<S>(
+        &mut self,
+        reader: impl BufRead,
+        options: ImportOptions,
+        progress: &mut impl FnMut(&ImportReport),
+        state: &mut S,
+        mut record: impl FnMut(&Transaction<'_>, u64, &str, &mut S, &mut ImportReport) -> Result<()>,
+        finish: impl FnOnce(&S) -> Result<()>,
+    ) -> Result<ImportReport> {
         let mut lines = Lines::new(reader);
         let mut report = ImportReport::default();
         let batch = options.batch.unwrap_or(usize::MAX).max(1) as u64;
         let mut tx = self.begin()?;
         let mut in_batch = 0u64;
         while let Some((line, text)) = lines.next_line()? {
-            let record: T = serde_json::from_str(text).map_err(|e| at(line)(Error::Json(e)))?;
-            write(&tx, std::slice::from_ref(&record)).map_err(at(line))?;
             report.lines += 1;
-            report.imported += 1;
+            record(&tx, line, text, state, &mut report)?;
             in_batch += 1;
             if in_batch == batch {
                 tx.commit().map_err(storage)?;
@@ -339,6 +339,12 @@ impl Store {
             }
         }
         report.bytes = lines.bytes;
+        if let Err(e) = finish(state) {
+            if options.batch.is_some() && in_batch > 0 {
+                tx.commit().map_err(storage)?;
+            }
+            return Err(e);
+        }
         tx.commit().map_err(storage)?;
         if in_batch > 0 || report.batches == 0 {
             report.batches += 1;
