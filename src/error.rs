@@ -78,10 +78,6 @@ pub enum Error {
     #[error("unknown UKO node {0}")]
     UnknownNode(String),
 
-    /// The decision changed a stored row, which the store never allows.
-    #[error("decisions are append-only: {0}")]
-    AppendOnly(String),
-
     /// One item of a batch failed; nothing of the batch was written.
     #[error("item {index}: {source}")]
     Batch {

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::{storage, Store};
-use crate::decision::{Decision, DecisionTree, PlanId};
+use crate::decision::{DecisionTree, PlanId};
 use crate::error::Result;
 
 /// One problem found by [`Store::check`].
@@ -110,19 +110,9 @@ impl Store {
                 problems.push(Problem::new("unreadable", None, format!("plan id {plan:?} is not a ULID")));
                 continue;
             };
-            let mut decisions: Vec<Decision> = Vec::new();
-            let mut ids =
-                self.conn.prepare_cached("SELECT decision_id FROM decisions WHERE plan_id = ?1").map_err(storage)?;
-            let ids: Vec<String> = ids
-                .query_map([&plan], |r| r.get(0))
-                .map_err(storage)?
-                .collect::<rusqlite::Result<_>>()
-                .map_err(storage)?;
-            for id in ids {
-                match crate::decision::DecisionId::parse(&id).and_then(|i| self.decision(i)) {
-                    Ok(d) => decisions.push(d),
-                    Err(e) => problems.push(Problem::new("unreadable", Some(id.clone()), format!("{id}: {e}"))),
-                }
+            let (decisions, unreadable) = super::decisions::plan_rows_lenient(&self.conn, &plan)?;
+            for (id, e) in unreadable {
+                problems.push(Problem::new("unreadable", Some(id.clone()), format!("{id}: {e}")));
             }
             let tree = DecisionTree::from_decisions(decisions);
             for d in tree.decisions() {

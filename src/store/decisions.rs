@@ -181,6 +181,23 @@ pub(crate) fn get_in(tx: &rusqlite::Connection, id: DecisionId) -> Result<Option
     row.transpose()
 }
 
+/// Every row of a plan, decoded where possible: the decisions, and the id
+/// and error of each row that does not decode (for `check`). One query.
+pub(crate) fn plan_rows_lenient(conn: &Connection, plan: &str) -> Result<(Vec<Decision>, Vec<(String, Error)>)> {
+    let mut stmt = conn.prepare_cached(PLAN_ROWS).map_err(storage)?;
+    let mut rows = stmt.query([plan]).map_err(storage)?;
+    let (mut good, mut bad) = (Vec::new(), Vec::new());
+    while let Some(row) = rows.next().map_err(storage)? {
+        let id: String = row.get(0).map_err(storage)?;
+        match from_row(row) {
+            Ok(Ok(d)) => good.push(d),
+            Ok(Err(e)) => bad.push((id, e)),
+            Err(e) => bad.push((id, Error::Storage(Box::new(e)))),
+        }
+    }
+    Ok((good, bad))
+}
+
 /// Records "`old` was replaced by `new`" after checking both ends and cycles.
 /// Returns false when the same link was already stored.
 pub(crate) fn link_supersession(tx: &Transaction<'_>, old: DecisionId, new: DecisionId) -> Result<bool> {

@@ -298,7 +298,7 @@ fn attempt(w: &mut World, write: &str) -> Result<decision_store::Result<()>, Str
     };
     let sql = |w: &mut World, stmt: &str, id: DecisionId| -> Result<decision_store::Result<()>, String> {
         let conn = rusqlite::Connection::open(w.db_path()).map_err(s)?;
-        Ok(conn.execute(stmt, [id.to_string()]).map(|_| ()).map_err(|e| Error::AppendOnly(e.to_string())))
+        Ok(conn.execute(stmt, [id.to_string()]).map(|_| ()).map_err(|e| Error::validation("sql", e.to_string())))
     };
     let by_name = |w: &World, n: &str| named(w, n).map(|d| d.decision_id());
     match write {
