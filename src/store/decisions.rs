@@ -181,9 +181,12 @@ pub(crate) fn get_in(tx: &rusqlite::Connection, id: DecisionId) -> Result<Option
     row.transpose()
 }
 
+/// Decoded decisions, and (id, error) for rows that do not decode.
+pub(crate) type LenientRows = (Vec<Decision>, Vec<(String, Error)>);
+
 /// Every row of a plan, decoded where possible: the decisions, and the id
 /// and error of each row that does not decode (for `check`). One query.
-pub(crate) fn plan_rows_lenient(conn: &Connection, plan: &str) -> Result<(Vec<Decision>, Vec<(String, Error)>)> {
+pub(crate) fn plan_rows_lenient(conn: &Connection, plan: &str) -> Result<LenientRows> {
     let mut stmt = conn.prepare_cached(PLAN_ROWS).map_err(storage)?;
     let mut rows = stmt.query([plan]).map_err(storage)?;
     let (mut good, mut bad) = (Vec::new(), Vec::new());
