@@ -60,17 +60,17 @@ fn set_size(_w: &mut World, set: String, n: usize) -> StepResult {
     Ok(())
 }
 
-#[given(regex = r"^a valid plan ULID$")]
+#[given(regex = r"^a (?:valid|decision persistence) plan ULID$")]
 fn plan(w: &mut World) {
     w.plan();
 }
 
-#[given(regex = r"^a valid parent decision ULID$")]
+#[given(regex = r"^a (?:valid parent decision|decision persistence parent) ULID$")]
 fn parent(w: &mut World) {
     w.parent = Some(DecisionId::generate());
 }
 
-#[given(regex = r"^a valid corrected decision ULID$")]
+#[given(regex = r"^a (?:valid|decision persistence) corrected decision ULID$")]
 fn corrected(w: &mut World) {
     w.corrected = Some(DecisionId::generate());
 }

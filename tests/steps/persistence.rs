@@ -3,7 +3,8 @@
 //! "model_dump" round trips go through `serde_json::Value`
 //! (`to_json_value`/`from_json_value`), "JSON" ones through a JSON string.
 //! The same round trips through a temp-file store are in
-//! `features/repository.feature`.
+//! `features/repository.feature`. The "plan/parent/corrected ULID" givens
+//! are shared with the decision model steps (`decision.rs`).
 
 use cucumber::{given, then, when};
 use decision_store::{
@@ -14,21 +15,6 @@ use super::{ensure, StepResult, World};
 
 fn dump_validate(d: &Decision) -> Result<Decision, String> {
     Decision::from_json_value(d.to_json_value()).map_err(|e| e.to_string())
-}
-
-#[given(regex = r"^a decision persistence plan ULID$")]
-fn plan(w: &mut World) {
-    w.plan();
-}
-
-#[given(regex = r"^a decision persistence parent ULID$")]
-fn parent(w: &mut World) {
-    w.parent = Some(DecisionId::generate());
-}
-
-#[given(regex = r"^a decision persistence corrected decision ULID$")]
-fn corrected(w: &mut World) {
-    w.corrected = Some(DecisionId::generate());
 }
 
 #[given(regex = r"^a decision persistence context snapshot with (\d+) resources$")]
