@@ -481,6 +481,16 @@ fn a_million_line_file_streams_and_names_its_last_line() {
     assert_eq!(dump(temp.reopen().unwrap()), before);
 }
 
+#[test]
+fn an_endless_line_is_refused_after_128_mib_not_read_to_the_end() {
+    let (mut temp, before) = seeded();
+    // A gigabyte of one line, generated as it is read.
+    let endless = std::io::BufReader::new(std::io::Read::take(std::io::repeat(b'x'), 1 << 30));
+    let err = temp.store().unwrap().import_decisions(endless, ImportOptions::default(), |_| {}).unwrap_err();
+    assert!(err.to_string().starts_with("line 1: invalid line: longer than 128 MiB"), "{err}");
+    assert_eq!(dump(temp.reopen().unwrap()), before);
+}
+
 // ---------------------------------------------------------------- 4. files the store did not write
 
 fn file_bytes(p: &Path) -> Vec<u8> {

@@ -7,7 +7,7 @@
 //! one-transaction mode the store is then exactly as it was.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 
 use rusqlite::Transaction;
 use serde::Serialize;
@@ -53,6 +53,9 @@ impl std::fmt::Display for ImportReport {
     }
 }
 
+/// The longest line an import reads: memory stays bounded whatever the input.
+const MAX_LINE: u64 = 128 << 20;
+
 /// Reads non-blank lines with their 1-based numbers; invalid UTF-8 is an error naming the line.
 struct Lines<R> {
     reader: R,
@@ -69,12 +72,16 @@ impl<R: BufRead> Lines<R> {
     fn next_line(&mut self) -> Result<Option<(u64, &str)>> {
         loop {
             self.buf.clear();
-            let n = self.reader.read_until(b'\n', &mut self.buf)?;
+            let n = (&mut self.reader).take(MAX_LINE + 1).read_until(b'\n', &mut self.buf)?;
             if n == 0 {
                 return Ok(None);
             }
             self.line += 1;
             self.bytes += n as u64;
+            if n as u64 > MAX_LINE {
+                let source = Box::new(Error::validation("line", format!("longer than {} MiB", MAX_LINE >> 20)));
+                return Err(Error::Line { line: self.line, source });
+            }
             match std::str::from_utf8(&self.buf) {
                 Ok(text) if text.trim().is_empty() => continue,
                 Ok(_) => break,
