@@ -595,3 +595,19 @@ fn two_imports_into_one_file_at_once_both_succeed() {
     }
     assert_eq!(ok(&["export", s(&target)]), exported);
 }
+
+#[test]
+fn progress_shows_on_a_terminal_and_never_when_piped() {
+    let demo = Demo::new();
+    let file = demo.path("all.jsonl");
+    std::fs::write(&file, ok(&["export", demo.db()])).unwrap();
+    let piped = dstore(&["import", s(&demo.path("piped.db")), s(&file)]);
+    assert_eq!(piped.code, 0);
+    assert!(!piped.stderr.contains('\r') && !piped.stderr.contains('%'), "progress on a pipe: {:?}", piped.stderr);
+    // `script` gives the command a terminal, where available.
+    let cmd = format!("{} import {} {}", env!("CARGO_BIN_EXE_dstore"), s(&demo.path("tty.db")), s(&file));
+    let Ok(out) = Command::new("script").args(["-qec", &cmd, "/dev/null"]).output() else { return };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("17 lines") && text.contains("(100%)") && text.contains("imported 17"), "{text:?}");
+}
