@@ -102,9 +102,12 @@ pub fn project(a: &ProjectArgs) -> CmdResult {
     }
     let store = open_read(&a.db)?;
     let projector = DepthBreadthProjector::new();
-    let projection = projector.project(&store, &spec)?;
-    let fragments =
-        if a.fragments { Some(projector.project_fragments(&store, &spec, &Cl100k, a.budget)?) } else { None };
+    let (projection, fragments) = if a.fragments {
+        let (p, f) = projector.project_with_fragments(&store, &spec, &Cl100k, a.budget)?;
+        (p, Some(f))
+    } else {
+        (projector.project(&store, &spec)?, None)
+    };
     let report = ProjectReport {
         spec: &spec,
         full_depth: projection.full_depth,

@@ -447,14 +447,16 @@ pub fn child_context_from_store(
     options: &StoredContextOptions,
 ) -> Result<ChildContextResult> {
     use crate::projection::{DepthBreadthProjector, ProjectionSpec};
-    use crate::uko::{Direction, GraphSource};
+    use crate::uko::Direction;
 
     let tree = store.decision_tree(plan)?;
     let effective: Vec<Decision> = tree.effective().into_iter().cloned().collect();
-    let in_graph = |uris: Vec<String>| -> Vec<String> {
-        uris.into_iter().filter(|u| store.resolve(std::slice::from_ref(u)).is_ok()).collect()
+    // One query per list; storage errors surface instead of reading as "not in the graph".
+    let in_graph = |uris: Vec<String>| -> Result<Vec<String>> {
+        let known = store.known_uris(&uris)?;
+        Ok(uris.into_iter().filter(|u| known.contains(u)).collect())
     };
-    let parent_focus = in_graph(extract_child_focus(&effective, &[]));
+    let parent_focus = in_graph(extract_child_focus(&effective, &[]))?;
     if parent_focus.is_empty() {
         return Err(Error::validation(
             "plan",
@@ -484,7 +486,7 @@ pub fn child_context_from_store(
             extract_child_focus(&spawns, &parent_focus)
         }
     };
-    let known = in_graph(child_focus.clone());
+    let known = in_graph(child_focus.clone())?;
     let distances: Option<HashMap<String, u32>> = if known.is_empty() {
         None
     } else {

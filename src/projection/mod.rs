@@ -200,6 +200,11 @@ impl From<u32> for Depth {
 }
 
 /// One node reached by a projection. Immutable.
+///
+/// ```compile_fail
+/// let mut node = decision_store::projection::ProjectedNode::new("class://Foo", 1, 4);
+/// node.distance = 0; // fields are private
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct ProjectedNode {
     uri: String,
@@ -448,6 +453,20 @@ impl DepthBreadthProjector {
         counter: &dyn TokenCounter,
         budget: Option<usize>,
     ) -> Result<FragmentSet> {
+        self.project_with_fragments(graph, spec, counter, budget).map(|(_, set)| set)
+    }
+
+    /// The projection and its fragments from one walk of the graph.
+    ///
+    /// # Errors
+    /// As [`DepthBreadthProjector::project`].
+    pub fn project_with_fragments(
+        &self,
+        graph: &impl GraphSource,
+        spec: &ProjectionSpec,
+        counter: &dyn TokenCounter,
+        budget: Option<usize>,
+    ) -> Result<(Projection, FragmentSet)> {
         let (projection, keys) = self.walk(graph, spec)?;
         let records = graph.records(&keys, true)?;
         let mut fragments = Vec::with_capacity(records.len());
@@ -475,7 +494,7 @@ impl DepthBreadthProjector {
             set = apply_budget(set.fragments, budget);
         }
         set.total_tokens = set.fragments.iter().map(ContextFragment::tokens).sum();
-        Ok(set)
+        Ok((projection, set))
     }
 }
 

@@ -26,6 +26,9 @@ pub(super) const DECISION_BY_ID: &str = concat!(select_decisions!(), " WHERE d.d
 pub(super) const PLAN_ROWS: &str = concat!(select_decisions!(), " WHERE d.plan_id = ?1 ORDER BY d.sequence");
 const ALL_ROWS: &str = concat!(select_decisions!(), " ORDER BY d.plan_id, d.sequence");
 pub(super) const PLAN_OF: &str = "SELECT plan_id FROM decisions WHERE decision_id = ?1";
+/// The plan of a decision and what supersedes it, if anything.
+pub(super) const LINK_OF: &str = "SELECT d.plan_id, s.superseded_by FROM decisions d \
+     LEFT JOIN supersessions s ON s.decision_id = d.decision_id WHERE d.decision_id = ?1";
 /// Is ?2 reachable from ?1 through supersessions and corrections?
 pub(super) const REACHES: &str = "WITH RECURSIVE succ(id) AS (
          SELECT ?1
@@ -204,24 +207,31 @@ pub(crate) fn plan_rows_lenient(conn: &Connection, plan: &str) -> Result<Lenient
 /// Records "`old` was replaced by `new`" after checking both ends and cycles.
 /// Returns false when the same link was already stored.
 pub(crate) fn link_supersession(tx: &Transaction<'_>, old: DecisionId, new: DecisionId) -> Result<bool> {
-    let old_d = get_in(tx, old)?.ok_or_else(|| Error::DecisionNotFound(old.to_string()))?;
+    // Only the plan and the current link of `old` are needed, not the whole row.
+    let (old_plan, current): (String, Option<String>) = tx
+        .prepare_cached(LINK_OF)
+        .map_err(storage)?
+        .query_row([old.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+        .map_err(storage)?
+        .ok_or_else(|| Error::DecisionNotFound(old.to_string()))?;
     let new_plan = plan_of(tx, &new.to_string()).map_err(storage)?;
     let new_plan = new_plan.ok_or_else(|| Error::MissingReference {
         field: "superseded_by",
         id: new.to_string(),
-        plan_id: old_d.plan_id().to_string(),
+        plan_id: old_plan.clone(),
     })?;
-    if new_plan != old_d.plan_id().to_string() {
+    if new_plan != old_plan {
         return Err(Error::CrossPlanReference {
             field: "superseded_by",
             id: new.to_string(),
-            plan_id: old_d.plan_id().to_string(),
+            plan_id: old_plan,
             other_plan: new_plan,
         });
     }
-    match old_d.superseded_by() {
-        Some(by) if by == new => return Ok(false),
-        Some(by) => return Err(Error::AlreadySuperseded { id: old.to_string(), by: by.to_string() }),
+    match current {
+        Some(by) if by == new.to_string() => return Ok(false),
+        Some(by) => return Err(Error::AlreadySuperseded { id: old.to_string(), by }),
         None => {}
     }
     if old == new {
@@ -362,8 +372,10 @@ impl Store {
     /// # Errors
     /// [`Error::DecisionNotFound`] when no such decision is stored.
     pub fn tree_of(&self, id: DecisionId) -> Result<DecisionTree> {
-        let plan = self.decision(id)?.plan_id();
-        self.decision_tree(plan)
+        let plan = plan_of(&self.conn, &id.to_string())
+            .map_err(storage)?
+            .ok_or_else(|| Error::DecisionNotFound(id.to_string()))?;
+        self.decision_tree(PlanId::parse(&plan)?)
     }
 
     /// The correction chain through `id`: the original first, each correction after the one it corrects.

@@ -96,6 +96,13 @@ impl<R: BufRead> Lines<R> {
     }
 }
 
+/// One record of a JSON Lines output.
+fn write_json_line(out: &mut impl Write, value: &impl Serialize) -> Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
 fn at(line: u64) -> impl Fn(Error) -> Error {
     move |e| Error::Line { line, source: Box::new(e) }
 }
@@ -269,8 +276,7 @@ impl Store {
     pub fn export_decisions(&self, plan: Option<PlanId>, mut out: impl Write) -> Result<u64> {
         let mut n = 0;
         self.for_each_decision(plan, |d| {
-            serde_json::to_writer(&mut out, &d)?;
-            out.write_all(b"\n")?;
+            write_json_line(&mut out, &d)?;
             n += 1;
             Ok(())
         })?;
@@ -367,14 +373,12 @@ impl Store {
     pub fn export_graph(&self, mut nodes: impl Write, mut edges: impl Write) -> Result<(u64, u64)> {
         let (mut n, mut e) = (0, 0);
         self.for_each_node(|node| {
-            serde_json::to_writer(&mut nodes, &node)?;
-            nodes.write_all(b"\n")?;
+            write_json_line(&mut nodes, &node)?;
             n += 1;
             Ok(())
         })?;
         self.for_each_edge(|edge| {
-            serde_json::to_writer(&mut edges, &edge)?;
-            edges.write_all(b"\n")?;
+            write_json_line(&mut edges, &edge)?;
             e += 1;
             Ok(())
         })?;

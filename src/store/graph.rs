@@ -157,6 +157,16 @@ impl Store {
         Ok(out)
     }
 
+    /// Which of these URIs name stored nodes, in one query.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the table cannot be read.
+    pub fn known_uris(&self, uris: &[String]) -> Result<std::collections::HashSet<String>> {
+        let mut stmt = self.conn.prepare_cached(RESOLVE).map_err(storage)?;
+        let rows = stmt.query_map([text_array(uris)], |r| r.get::<_, String>(0)).map_err(storage)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(storage)
+    }
+
     /// Node and edge totals.
     ///
     /// # Errors

@@ -404,6 +404,7 @@ mod tests {
             decisions::DECISION_BY_ID,
             decisions::PLAN_ROWS,
             decisions::PLAN_OF,
+            decisions::LINK_OF,
             decisions::REACHES,
         ];
         for sql in queries {

@@ -11,7 +11,7 @@ use decision_store::{
     STRATEGIZE_TYPES,
 };
 
-use super::{ensure, parse_bool, StepResult, World};
+use super::{ensure, parse_bool, parse_confidence, StepResult, World};
 
 fn dtype(s: &str) -> Result<DecisionType, String> {
     s.parse().map_err(|e: Error| e.to_string())
@@ -131,9 +131,9 @@ fn error_mentions(w: &mut World, text: String) -> StepResult {
     Ok(())
 }
 
-#[when(regex = r"^I (?:try to )?create a decision with confidence score (None|-?[0-9.]+)$")]
+#[when(regex = r"^I (?:try to |decision persistence )?create a decision with confidence(?: score)? (None|-?[0-9.]+)$")]
 fn create_with_confidence(w: &mut World, score: String) -> StepResult {
-    let score = if score == "None" { None } else { Some(score.parse::<f64>().map_err(|e| e.to_string())?) };
+    let score = parse_confidence(&score)?;
     let r = Decision::builder(w.plan(), DecisionType::StrategyChoice, 1).confidence_score(score).build();
     w.record(r);
     Ok(())
@@ -192,7 +192,7 @@ fn flag(w: &mut World, which: String, expected: String) -> StepResult {
 #[then(regex = r"^the decision confidence score should be (None|[0-9.]+)$")]
 fn confidence_is(w: &mut World, expected: String) -> StepResult {
     let actual = w.decision()?.confidence_score();
-    let expected = if expected == "None" { None } else { Some(expected.parse::<f64>().map_err(|e| e.to_string())?) };
+    let expected = parse_confidence(&expected)?;
     ensure!(actual == expected, "confidence is {actual:?}");
     Ok(())
 }
@@ -223,7 +223,9 @@ fn target_without_correction(w: &mut World) -> StepResult {
     Ok(())
 }
 
-#[when(regex = r"^I create a decision that is superseded$")]
+#[when(
+    regex = r"^I (?:create a decision that is superseded|decision persistence create a decision superseded by another)$"
+)]
 fn create_superseded(w: &mut World) {
     let r = Decision::builder(w.plan(), DecisionType::StrategyChoice, 1).superseded_by(DecisionId::generate()).build();
     w.record(r);

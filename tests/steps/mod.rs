@@ -165,3 +165,12 @@ impl World {
 pub fn parse_bool(s: &str) -> bool {
     s.eq_ignore_ascii_case("true")
 }
+
+/// Parses a confidence score as the seed writes it: "None" or a number.
+pub fn parse_confidence(s: &str) -> Result<Option<f64>, String> {
+    if s == "None" {
+        Ok(None)
+    } else {
+        s.parse::<f64>().map(Some).map_err(|e| format!("confidence {s:?}: {e}"))
+    }
+}

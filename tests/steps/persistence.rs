@@ -11,7 +11,7 @@ use decision_store::{
     Alternative, ArtifactRef, ContextSnapshot, Decision, DecisionId, DecisionTree, DecisionType, PlanId, ResourceRef,
 };
 
-use super::{ensure, StepResult, World};
+use super::{ensure, parse_confidence, StepResult, World};
 
 fn dump_validate(d: &Decision) -> Result<Decision, String> {
     Decision::from_json_value(d.to_json_value()).map_err(|e| e.to_string())
@@ -166,12 +166,6 @@ fn restored_corrects(w: &mut World) -> StepResult {
     Ok(())
 }
 
-#[when(regex = r"^I decision persistence create a decision superseded by another$")]
-fn superseded(w: &mut World) {
-    let r = Decision::builder(w.plan(), DecisionType::StrategyChoice, 6).superseded_by(DecisionId::generate()).build();
-    w.record(r);
-}
-
 #[then(regex = r"^the decision persistence restored is_superseded should be true$")]
 fn restored_superseded(w: &mut World) -> StepResult {
     let r = w.restored()?;
@@ -322,17 +316,9 @@ fn no_alternatives(w: &mut World) {
     w.record(r);
 }
 
-#[when(regex = r"^I decision persistence create a decision with confidence (None|[0-9.]+)$")]
-fn with_confidence(w: &mut World, c: String) -> StepResult {
-    let c = if c == "None" { None } else { Some(c.parse::<f64>().map_err(|e| e.to_string())?) };
-    let r = Decision::builder(w.plan(), DecisionType::StrategyChoice, 1).confidence_score(c).build();
-    w.record(r);
-    Ok(())
-}
-
 #[then(regex = r"^the decision persistence restored confidence should be (None|[0-9.]+)$")]
 fn restored_confidence(w: &mut World, c: String) -> StepResult {
-    let expected = if c == "None" { None } else { Some(c.parse::<f64>().map_err(|e| e.to_string())?) };
+    let expected = parse_confidence(&c)?;
     let got = w.restored()?.confidence_score();
     ensure!(got == expected, "confidence {got:?}");
     Ok(())

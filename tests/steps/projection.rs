@@ -136,7 +136,8 @@ fn node_number(w: &mut World, which: String, n: u32) -> StepResult {
 #[then(regex = r"^the projected node should be immutable$")]
 fn node_immutable(w: &mut World) -> StepResult {
     let p = pnode(w)?;
-    // Read access only: the getters hand out copies or shared borrows.
+    // Assignment does not compile (compile_fail doc test on ProjectedNode); here the
+    // read-only getters must give back exactly what the node was built from.
     let again = ProjectedNode::new(p.uri(), p.distance(), p.resolved_depth());
     ensure!(&again == p, "the node does not equal its own reconstruction");
     Ok(())
