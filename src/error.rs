@@ -34,6 +34,14 @@ pub enum Error {
     #[error("{}: schema version {found} is newer than this library supports ({supported}); upgrade decision-store", path.display())]
     IncompatibleVersion { path: PathBuf, found: i64, supported: i64 },
 
+    /// A read-only open of a store written by an older schema: open it writable once to upgrade it.
+    #[error("{}: schema version {found} is older than this library's ({supported}); open it for writing once (e.g. `dstore init`) to upgrade it", path.display())]
+    NeedsUpgrade { path: PathBuf, found: i64, supported: i64 },
+
+    /// The file's recorded migration differs from the library's migration of the same version.
+    #[error("{}: migration V{version}__{name} recorded in the file differs from this library's (checksum {found}, expected {expected}); the schema was changed outside the library, refusing to touch it", path.display())]
+    MigrationMismatch { path: PathBuf, version: i64, name: String, found: String, expected: String },
+
     /// The file is damaged (truncated, overwritten): SQLite cannot read it.
     #[error("the store file is damaged ({0}); restore it from a copy")]
     Corrupt(String),
@@ -94,6 +102,14 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    /// A failure in one of several inputs read together (`nodes`, `edges`).
+    #[error("{name} {source}")]
+    Input {
+        name: &'static str,
+        #[source]
+        source: Box<Error>,
+    },
+
     /// The database stayed locked by another writer past the busy timeout.
     #[error("the database is locked by another process (busy timeout expired)")]
     Busy,
@@ -108,7 +124,19 @@ pub enum Error {
 
     /// Input is not well-formed JSON of the expected shape.
     #[error("{0}")]
-    Json(#[from] serde_json::Error),
+    Json(serde_json::Error),
+}
+
+impl From<serde_json::Error> for Error {
+    /// A write that fails inside serde_json (a closed pipe, a full disk) is
+    /// an I/O error, not a JSON one.
+    fn from(e: serde_json::Error) -> Self {
+        if e.is_io() {
+            Error::Io(e.into())
+        } else {
+            Error::Json(e)
+        }
+    }
 }
 
 impl Error {
@@ -120,7 +148,9 @@ impl Error {
     /// True for errors caused by the caller's input rather than the environment.
     pub fn is_input_error(&self) -> bool {
         match self {
-            Error::Batch { source, .. } | Error::Line { source, .. } => source.is_input_error(),
+            Error::Batch { source, .. } | Error::Line { source, .. } | Error::Input { source, .. } => {
+                source.is_input_error()
+            }
             Error::Storage(_) | Error::Io(_) | Error::Busy | Error::ReadOnly => false,
             _ => true,
         }

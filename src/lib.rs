@@ -37,7 +37,7 @@ pub mod uko;
 
 pub use decision::{
     Alternative, ArtifactRef, ContextSnapshot, Decision, DecisionBuilder, DecisionId, DecisionTree, DecisionType,
-    Phase, PlanId, ResourceRef, EXECUTE_TYPES, STRATEGIZE_TYPES,
+    Impact, Phase, PlanId, ResourceRef, TreeView, ViewNode, EXECUTE_TYPES, STRATEGIZE_TYPES,
 };
 pub use error::{Error, Result};
 pub use store::Store;

@@ -765,6 +765,16 @@ pub fn assert_store_round_trip(decisions: &[Decision]) -> RoundTrip {
     let mut temp = TempStore::new().map_err(|e| failed("store", e))?;
     temp.store().and_then(|s| s.insert_many(decisions)).map_err(|e| failed("store", e))?;
     let store = temp.reopen().map_err(|e| failed("store", e))?;
+    let problems = store.check().map_err(|e| failed("store", e))?;
+    if let Some(p) = problems.first() {
+        return Err(Box::new(Mismatch {
+            route: "store",
+            decision_id: p.decision_id.clone(),
+            field: "(check after storing)".into(),
+            expected: Value::Array(Vec::new()),
+            actual: Value::from(format!("{} problem(s), the first: {}", problems.len(), p.message)),
+        }));
+    }
     let mut back = Vec::new();
     store
         .for_each_decision(None, |d| {
@@ -848,6 +858,16 @@ pub fn check_upgrade(old_file: impl AsRef<Path>, expected: &[Decision]) -> Round
             field: "(schema_version)".into(),
             expected: Value::from(crate::store::supported_schema_version()),
             actual: Value::from(version),
+        }));
+    }
+    let problems = store.check().map_err(|e| failed(route, e))?;
+    if let Some(p) = problems.first() {
+        return Err(Box::new(Mismatch {
+            route,
+            decision_id: p.decision_id.clone(),
+            field: "(check after upgrade)".into(),
+            expected: Value::Array(Vec::new()),
+            actual: Value::from(format!("{} problem(s), the first: {}", problems.len(), p.message)),
         }));
     }
     let mut back = Vec::new();

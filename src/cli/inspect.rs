@@ -1,15 +1,18 @@
 //! Read commands: `info`, `plans`, `show`, `tree`, `chain`, `impact`, `check`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
+use std::io::{self, Write};
 use std::path::Path;
 
-use decision_store::store::Problem;
-use decision_store::{Decision, DecisionId, DecisionTree, Phase};
+use decision_store::store::{integrity, Anchor, AnchorScope, Problem};
+use decision_store::{Decision, DecisionId, DecisionTree, Phase, TreeView};
 use serde::Serialize;
 
 use super::render::{bytes, confidence, short, table, time};
-use super::{open_read, parse_decision, parse_plan, print_json, print_text, CmdResult, Format, TreeFormat};
+use super::{
+    open_read, parse_decision, parse_plan, print_json, print_text, stdout, CmdResult, Failure, Format, TreeFormat,
+};
 
 #[derive(Serialize)]
 struct InfoReport {
@@ -29,8 +32,9 @@ struct InfoReport {
 
 pub fn info(db: &Path, format: Format) -> CmdResult {
     let store = open_read(db)?;
-    let counts = store.decision_counts()?;
-    let graph = store.graph_counts()?;
+    // One snapshot: counts that agree with each other even while a writer runs.
+    let (counts, graph, schema_version) =
+        store.read_snapshot(|s| Ok((s.decision_counts()?, s.graph_counts()?, s.schema_version()?)))?;
     let mut by_phase: BTreeMap<String, u64> =
         [Phase::Strategize, Phase::Execute, Phase::Any].iter().map(|p| (p.to_string(), 0)).collect();
     for (t, n) in &counts.by_type {
@@ -39,7 +43,7 @@ pub fn info(db: &Path, format: Format) -> CmdResult {
     let report = InfoReport {
         path: db.display().to_string(),
         file_size: std::fs::metadata(db)?.len(),
-        schema_version: store.schema_version()?,
+        schema_version,
         sqlite_version: decision_store::Store::sqlite_version(),
         plans: counts.plans,
         decisions: counts.decisions,
@@ -227,189 +231,215 @@ pub fn show(db: &Path, id: &str, format: Format) -> CmdResult {
     Ok(0)
 }
 
+/// One node of `tree --format json`, without its children (written after it).
 #[derive(Serialize)]
-struct TreeNode {
+struct TreeNodeHead<'a> {
     decision_id: String,
-    decision_type: String,
+    decision_type: &'static str,
     sequence: u32,
     depth: usize,
     confidence_score: Option<f64>,
-    chosen_option: String,
+    chosen_option: &'a str,
     corrected_by: Vec<String>,
     superseded_by: Option<String>,
     effective: bool,
-    children: Vec<TreeNode>,
 }
 
-#[derive(Serialize)]
-struct TreeReport {
-    plan_id: String,
-    roots: Vec<TreeNode>,
+/// Indentation stops growing here, so a plan a million levels deep prints
+/// in linear space; deeper levels show how many levels are not drawn.
+const MAX_INDENT: usize = 32;
+
+fn seq_of(tree: &DecisionTree, id: DecisionId) -> String {
+    tree.get(id).map(|d| format!("#{}", d.sequence())).unwrap_or_else(|| id.to_string())
 }
 
-fn build_nodes(tree: &DecisionTree, of: &[&Decision], effective_only: bool) -> Vec<TreeNode> {
-    let mut out = Vec::new();
-    for d in of {
+fn text_tree(tree: &DecisionTree, view: &TreeView<'_>, out: &mut impl Write) -> io::Result<()> {
+    // For each ancestor level: was that ancestor the last of its siblings?
+    let mut last_at: Vec<bool> = Vec::new();
+    let mut line = String::new();
+    for n in &view.nodes {
+        last_at.truncate(n.level);
+        line.clear();
+        let skipped = n.level.saturating_sub(MAX_INDENT);
+        if skipped > 0 {
+            let _ = write!(line, "⋯{skipped} ");
+        }
+        for &last in &last_at[skipped..] {
+            line.push_str(if last { "   " } else { "│  " });
+        }
+        let d = n.decision;
         let id = d.decision_id();
-        let children = build_nodes(tree, &tree.children(id), effective_only);
-        if effective_only && !tree.is_effective(id) {
-            out.extend(children); // a hidden decision's children move up
-            continue;
-        }
-        out.push(TreeNode {
-            decision_id: id.to_string(),
-            decision_type: d.decision_type().to_string(),
-            sequence: d.sequence(),
-            depth: tree.depth(id).unwrap_or(0),
-            confidence_score: d.confidence_score(),
-            chosen_option: d.chosen_option().to_owned(),
-            corrected_by: tree.corrected_by(id).iter().map(|c| c.to_string()).collect(),
-            superseded_by: d.superseded_by().map(|s| s.to_string()),
-            effective: tree.is_effective(id),
-            children,
-        });
-    }
-    out.sort_by_key(|n| n.sequence);
-    out
-}
-
-fn seq_of(tree: &DecisionTree, id: &str) -> String {
-    DecisionId::parse(id)
-        .ok()
-        .and_then(|i| tree.get(i))
-        .map(|d| format!("#{}", d.sequence()))
-        .unwrap_or_else(|| id.to_owned())
-}
-
-fn text_tree(tree: &DecisionTree, nodes: &[TreeNode], prefix: &str, out: &mut String) {
-    for (i, n) in nodes.iter().enumerate() {
-        let last = i + 1 == nodes.len();
         let mut marks = Vec::new();
-        if !n.corrected_by.is_empty() {
-            marks.push(format!(
-                "corrected by {}",
-                n.corrected_by.iter().map(|c| seq_of(tree, c)).collect::<Vec<_>>().join(", ")
-            ));
+        if !tree.corrected_by(id).is_empty() {
+            let by: Vec<String> = tree.corrected_by(id).iter().map(|c| seq_of(tree, *c)).collect();
+            marks.push(format!("corrected by {}", by.join(", ")));
         }
-        if let Some(s) = &n.superseded_by {
+        if let Some(s) = d.superseded_by() {
             marks.push(format!("superseded by {}", seq_of(tree, s)));
         }
         let marks = if marks.is_empty() { String::new() } else { format!("  [{}]", marks.join("; ")) };
         let _ = writeln!(
-            out,
-            "{prefix}{}{} #{}  {}  {}{marks}",
-            if last { "└─ " } else { "├─ " },
-            n.decision_type,
-            n.sequence,
-            confidence(n.confidence_score),
-            short(&n.chosen_option, 48),
+            line,
+            "{}{} #{}  {}  {}{marks}",
+            if n.last { "└─ " } else { "├─ " },
+            d.decision_type(),
+            d.sequence(),
+            confidence(d.confidence_score()),
+            short(d.chosen_option(), 48),
         );
-        text_tree(tree, &n.children, &format!("{prefix}{}", if last { "   " } else { "│  " }), out);
+        out.write_all(line.as_bytes())?;
+        last_at.push(n.last);
     }
+    Ok(())
+}
+
+/// The nested JSON document, streamed: each node on its own line, opened
+/// before its children and closed after them, with no recursion.
+fn json_tree(tree: &DecisionTree, plan: &str, view: &TreeView<'_>, out: &mut impl Write) -> io::Result<()> {
+    write!(out, "{{\"plan_id\":\"{plan}\",\"roots\":[")?;
+    let mut head = Vec::with_capacity(512);
+    // Levels of the nodes whose children arrays are still open.
+    let mut open = 0usize;
+    for (i, n) in view.nodes.iter().enumerate() {
+        while open > n.level {
+            out.write_all(b"]}")?;
+            open -= 1;
+        }
+        let first_sibling = i == 0 || view.nodes[i - 1].level < n.level;
+        if !first_sibling {
+            out.write_all(b",")?;
+        }
+        out.write_all(b"\n")?;
+        out.write_all(&b"  ".repeat(n.level.min(MAX_INDENT) + 1))?;
+        let d = n.decision;
+        let id = d.decision_id();
+        head.clear();
+        serde_json::to_writer(
+            &mut head,
+            &TreeNodeHead {
+                decision_id: id.to_string(),
+                decision_type: d.decision_type().as_str(),
+                sequence: d.sequence(),
+                depth: tree.depth(id).unwrap_or(0),
+                confidence_score: d.confidence_score(),
+                chosen_option: d.chosen_option(),
+                corrected_by: tree.corrected_by(id).iter().map(|c| c.to_string()).collect(),
+                superseded_by: d.superseded_by().map(|s| s.to_string()),
+                effective: tree.is_effective(id),
+            },
+        )?;
+        head.pop(); // the closing brace: children follow
+        out.write_all(&head)?;
+        out.write_all(b",\"children\":[")?;
+        open = n.level + 1;
+    }
+    while open > 0 {
+        out.write_all(b"]}")?;
+        open -= 1;
+    }
+    out.write_all(b"\n]}\n")
 }
 
 fn dot_escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-fn visit<'a>(nodes: &'a [TreeNode], out: &mut Vec<&'a TreeNode>) {
-    for n in nodes {
-        out.push(n);
-        visit(&n.children, out);
-    }
-}
-
-fn dot(plan: &str, roots: &[TreeNode]) -> String {
-    let mut all = Vec::new();
-    visit(roots, &mut all);
-    let shown: std::collections::HashSet<&str> = all.iter().map(|n| n.decision_id.as_str()).collect();
-    let mut out = format!("digraph \"plan {plan}\" {{\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fillcolor=white, fontname=\"Helvetica\"];\n");
-    for n in &all {
-        let style = if n.effective { "" } else { ", fillcolor=\"#eeeeee\", fontcolor=\"#777777\"" };
+fn dot(tree: &DecisionTree, plan: &str, view: &TreeView<'_>, out: &mut impl Write) -> io::Result<()> {
+    let shown: HashSet<DecisionId> = view.nodes.iter().map(|n| n.decision.decision_id()).collect();
+    write!(out, "digraph \"plan {plan}\" {{\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fillcolor=white, fontname=\"Helvetica\"];\n")?;
+    for n in &view.nodes {
+        let d = n.decision;
+        let style =
+            if tree.is_effective(d.decision_id()) { "" } else { ", fillcolor=\"#eeeeee\", fontcolor=\"#777777\"" };
         let text = format!(
             "{} #{}\n{} {}",
-            n.decision_type,
-            n.sequence,
-            confidence(n.confidence_score),
-            short(&n.chosen_option, 40)
+            d.decision_type(),
+            d.sequence(),
+            confidence(d.confidence_score()),
+            short(d.chosen_option(), 40)
         );
-        let _ = writeln!(out, "  \"{}\" [label=\"{}\"{style}];", n.decision_id, dot_escape(&text));
+        writeln!(out, "  \"{}\" [label=\"{}\"{style}];", d.decision_id(), dot_escape(&text))?;
     }
-    for n in &all {
-        for c in &n.children {
-            let _ = writeln!(out, "  \"{}\" -> \"{}\";", n.decision_id, c.decision_id);
+    for n in &view.nodes {
+        let id = n.decision.decision_id();
+        if let Some(p) = n.parent {
+            writeln!(out, "  \"{}\" -> \"{id}\";", view.nodes[p].decision.decision_id())?;
         }
-        for c in n.corrected_by.iter().filter(|c| shown.contains(c.as_str())) {
-            let _ = writeln!(out, "  \"{c}\" -> \"{}\" [style=dashed, color=\"#c0392b\", fontcolor=\"#c0392b\", label=\"corrects\", constraint=false];", n.decision_id);
+        for c in tree.corrected_by(id).iter().filter(|c| shown.contains(c)) {
+            writeln!(out, "  \"{c}\" -> \"{id}\" [style=dashed, color=\"#c0392b\", fontcolor=\"#c0392b\", label=\"corrects\", constraint=false];")?;
         }
-        if let Some(s) = n.superseded_by.as_ref().filter(|s| shown.contains(s.as_str())) {
-            let _ = writeln!(out, "  \"{}\" -> \"{s}\" [style=dotted, color=\"#2c6fbb\", fontcolor=\"#2c6fbb\", label=\"superseded by\", constraint=false];", n.decision_id);
+        if let Some(s) = n.decision.superseded_by().filter(|s| shown.contains(s)) {
+            writeln!(out, "  \"{id}\" -> \"{s}\" [style=dotted, color=\"#2c6fbb\", fontcolor=\"#2c6fbb\", label=\"superseded by\", constraint=false];")?;
         }
     }
-    out.push_str("}\n");
-    out
+    out.write_all(b"}\n")
 }
 
-fn mermaid(roots: &[TreeNode]) -> String {
-    let mut all = Vec::new();
-    visit(roots, &mut all);
-    let key: std::collections::HashMap<&str, String> =
-        all.iter().enumerate().map(|(i, n)| (n.decision_id.as_str(), format!("d{i}"))).collect();
+fn mermaid(tree: &DecisionTree, view: &TreeView<'_>, out: &mut impl Write) -> io::Result<()> {
+    let key: HashMap<DecisionId, usize> =
+        view.nodes.iter().enumerate().map(|(i, n)| (n.decision.decision_id(), i)).collect();
     let esc = |s: &str| s.replace('"', "#quot;").replace('<', "#lt;").replace('>', "#gt;");
-    let mut out = String::from("flowchart TD\n");
-    for n in &all {
-        let _ = writeln!(
+    out.write_all(b"flowchart TD\n")?;
+    for (i, n) in view.nodes.iter().enumerate() {
+        let d = n.decision;
+        writeln!(
             out,
-            "  {}[\"{} #{}<br/>{} {}\"]",
-            key[n.decision_id.as_str()],
-            n.decision_type,
-            n.sequence,
-            confidence(n.confidence_score),
-            esc(&short(&n.chosen_option, 40))
-        );
+            "  d{i}[\"{} #{}<br/>{} {}\"]",
+            d.decision_type(),
+            d.sequence(),
+            confidence(d.confidence_score()),
+            esc(&short(d.chosen_option(), 40))
+        )?;
     }
-    for n in &all {
-        let k = &key[n.decision_id.as_str()];
-        for c in &n.children {
-            let _ = writeln!(out, "  {k} --> {}", key[c.decision_id.as_str()]);
+    for (i, n) in view.nodes.iter().enumerate() {
+        let id = n.decision.decision_id();
+        if let Some(p) = n.parent {
+            writeln!(out, "  d{p} --> d{i}")?;
         }
-        for c in n.corrected_by.iter().filter_map(|c| key.get(c.as_str())) {
-            let _ = writeln!(out, "  {c} -. corrects .-> {k}");
+        for c in tree.corrected_by(id).iter().filter_map(|c| key.get(c)) {
+            writeln!(out, "  d{c} -. corrects .-> d{i}")?;
         }
-        if let Some(s) = n.superseded_by.as_ref().and_then(|s| key.get(s.as_str())) {
-            let _ = writeln!(out, "  {k} -. superseded by .-> {s}");
+        if let Some(s) = n.decision.superseded_by().and_then(|s| key.get(&s)) {
+            writeln!(out, "  d{i} -. superseded by .-> d{s}")?;
         }
     }
-    let stale: Vec<&str> = all.iter().filter(|n| !n.effective).map(|n| key[n.decision_id.as_str()].as_str()).collect();
-    out.push_str("  classDef stale fill:#eeeeee,color:#777777;\n");
+    out.write_all(b"  classDef stale fill:#eeeeee,color:#777777;\n")?;
+    let stale: Vec<String> = view
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !tree.is_effective(n.decision.decision_id()))
+        .map(|(i, _)| format!("d{i}"))
+        .collect();
     if !stale.is_empty() {
-        let _ = writeln!(out, "  class {} stale;", stale.join(","));
+        writeln!(out, "  class {} stale;", stale.join(","))?;
     }
-    out
+    Ok(())
 }
 
 pub fn tree(db: &Path, plan: &str, effective_only: bool, format: TreeFormat) -> CmdResult {
     let plan = parse_plan(plan)?;
     let store = open_read(db)?;
     let tree = store.decision_tree(plan)?;
-    let roots = build_nodes(&tree, &tree.roots(), effective_only);
-    let report = TreeReport { plan_id: plan.to_string(), roots };
+    let view = tree.view(effective_only);
+    let plan = plan.to_string();
+    let mut out = stdout();
     match format {
-        TreeFormat::Json => print_json(&report)?,
-        TreeFormat::Dot => print_text(&dot(&report.plan_id, &report.roots))?,
-        TreeFormat::Mermaid => print_text(&mermaid(&report.roots))?,
+        TreeFormat::Json => json_tree(&tree, &plan, &view, &mut out)?,
+        TreeFormat::Dot => dot(&tree, &plan, &view, &mut out)?,
+        TreeFormat::Mermaid => mermaid(&tree, &view, &mut out)?,
         TreeFormat::Text => {
-            let mut out = format!(
-                "plan {}  ({} decisions, {} effective, depth {})\n",
-                report.plan_id,
+            writeln!(
+                out,
+                "plan {plan}  ({} decisions, {} effective, depth {})",
                 tree.len(),
                 tree.effective().len(),
                 tree.max_depth()
-            );
-            text_tree(&tree, &report.roots, "", &mut out);
-            print_text(&out)?;
+            )?;
+            text_tree(&tree, &view, &mut out)?;
         }
     }
+    out.flush()?;
     Ok(0)
 }
 
@@ -477,56 +507,41 @@ struct ImpactReport {
     artifacts: Vec<String>,
 }
 
-fn push_unique(v: &mut Vec<String>, s: String) {
-    if !v.contains(&s) {
-        v.push(s);
-    }
-}
-
 pub fn impact(db: &Path, id: &str, format: Format) -> CmdResult {
     let id = parse_decision(id)?;
     let store = open_read(db)?;
     let tree = store.tree_of(id)?;
-    let subtree = tree.subtree(id);
-    let mut report = ImpactReport {
+    let impact = tree.impact(id);
+    let report = ImpactReport {
         decision_id: id.to_string(),
-        descendants: ids(subtree.iter().skip(1).copied()),
-        downstream_decisions: Vec::new(),
-        downstream_plans: Vec::new(),
-        artifacts: Vec::new(),
+        descendants: ids(impact.descendants.iter().copied()),
+        downstream_decisions: impact.downstream_decisions.iter().map(|x| x.to_string()).collect(),
+        downstream_plans: impact.downstream_plans.iter().map(|x| x.to_string()).collect(),
+        artifacts: impact.artifacts.iter().map(|a| a.to_string()).collect(),
     };
-    for d in &subtree {
-        for x in d.downstream_decision_ids() {
-            push_unique(&mut report.downstream_decisions, x.to_string());
-        }
-        for x in d.downstream_plan_ids() {
-            push_unique(&mut report.downstream_plans, x.to_string());
-        }
-        for a in d.artifacts_produced() {
-            push_unique(&mut report.artifacts, a.artifact_path().to_owned());
-        }
-    }
     if format == Format::Json {
         print_json(&report)?;
         return Ok(0);
     }
-    let mut out = format!("impact of {id}\n");
-    let mut section = |title: &str, items: &[String]| {
-        let _ = writeln!(out, "{title} ({})", items.len());
+    let mut out = stdout();
+    writeln!(out, "impact of {id}")?;
+    let mut section = |title: &str, items: &[String]| -> io::Result<()> {
+        writeln!(out, "{title} ({})", items.len())?;
         for i in items {
             let extra = DecisionId::parse(i)
                 .ok()
                 .and_then(|x| tree.get(x))
                 .map(|d| format!("  {}  {}", label(d), short(d.chosen_option(), 40)))
                 .unwrap_or_default();
-            let _ = writeln!(out, "  {i}{extra}");
+            writeln!(out, "  {i}{extra}")?;
         }
+        Ok(())
     };
-    section("descendants", &report.descendants);
-    section("downstream decisions", &report.downstream_decisions);
-    section("downstream plans", &report.downstream_plans);
-    section("artifacts", &report.artifacts);
-    print_text(&out)?;
+    section("descendants", &report.descendants)?;
+    section("downstream decisions", &report.downstream_decisions)?;
+    section("downstream plans", &report.downstream_plans)?;
+    section("artifacts", &report.artifacts)?;
+    out.flush()?;
     Ok(0)
 }
 
@@ -536,22 +551,70 @@ struct CheckReport {
     problems: Vec<Problem>,
 }
 
-pub fn check(db: &Path, format: Format) -> CmdResult {
+pub fn check(db: &Path, expect: &[String], format: Format) -> CmdResult {
+    let anchors = expect
+        .iter()
+        .map(|e| e.parse::<Anchor>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::usage(format!("--expect: {e}")))?;
     let store = open_read(db)?;
-    let problems = store.check()?;
+    let problems = store.check_against(&anchors)?;
     let report = CheckReport { ok: problems.is_empty(), problems };
     if format == Format::Json {
         print_json(&report)?;
     } else if report.ok {
-        print_text("ok: no problems found\n")?;
+        let verified =
+            if anchors.is_empty() { String::new() } else { format!(", {} anchored digest(s) verified", anchors.len()) };
+        print_text(&format!("ok: no problems found{verified}\n"))?;
     } else {
         let rows: Vec<Vec<String>> = report
             .problems
             .iter()
-            .map(|p| vec![p.kind.to_owned(), p.decision_id.clone().unwrap_or_else(|| "-".into()), p.message.clone()])
+            .map(|p| vec![p.kind.to_string(), p.decision_id.clone().unwrap_or_else(|| "-".into()), p.message.clone()])
             .collect();
         print_text(&table(&["KIND", "DECISION", "PROBLEM"], &rows))?;
         eprintln!("dstore: {} problem(s) found", report.problems.len());
     }
     Ok(if report.ok { 0 } else { 1 })
+}
+
+#[derive(Serialize)]
+struct DigestLine {
+    scope: String,
+    entries: u64,
+    head: String,
+    anchor: String,
+}
+
+impl DigestLine {
+    fn of(a: &Anchor) -> Self {
+        let scope = match &a.scope {
+            AnchorScope::Store => "store".to_owned(),
+            AnchorScope::Plan(p) => p.clone(),
+        };
+        DigestLine { scope, entries: a.entries, head: integrity::to_hex(&a.hash), anchor: a.to_string() }
+    }
+}
+
+pub fn digest(db: &Path, plan: Option<&str>, format: Format) -> CmdResult {
+    let plan = plan.map(parse_plan).transpose()?.map(|p| p.to_string());
+    let store = open_read(db)?;
+    let digest = store.digest()?;
+    let lines: Vec<DigestLine> = match &plan {
+        Some(p) => {
+            let a = digest
+                .plans
+                .iter()
+                .find(|a| a.scope == AnchorScope::Plan(p.clone()))
+                .ok_or_else(|| decision_store::Error::PlanNotFound(p.clone()))?;
+            vec![DigestLine::of(a)]
+        }
+        None => digest.plans.iter().chain([&digest.store]).map(DigestLine::of).collect(),
+    };
+    if format == Format::Json {
+        print_json(&lines)?;
+    } else {
+        print_text(&lines.iter().map(|l| format!("{}\n", l.anchor)).collect::<String>())?;
+    }
+    Ok(0)
 }

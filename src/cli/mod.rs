@@ -6,7 +6,7 @@ mod inspect;
 mod project;
 mod render;
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -120,9 +120,21 @@ enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
-    /// SQLite's checks and the domain's invariants; exits 1 on any problem.
+    /// SQLite's checks, every hash of the log and the domain's invariants; exits 1 on any problem.
     Check {
         db: PathBuf,
+        /// A digest printed earlier by `dstore digest` (store:N:HEX or PLAN_ID:N:HEX) that the store must extend; repeatable.
+        #[arg(long, value_name = "DIGEST")]
+        expect: Vec<String>,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// The head hash of each plan's chain and of the whole log, to anchor elsewhere.
+    Digest {
+        db: PathBuf,
+        /// Only this plan's digest.
+        #[arg(long, value_name = "PLAN_ID")]
+        plan: Option<String>,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
@@ -181,12 +193,12 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Tree { db, plan_id, effective, format } => inspect::tree(&db, &plan_id, effective, format),
         Command::Chain { db, decision_id, format } => inspect::chain(&db, &decision_id, format),
         Command::Impact { db, decision_id, format } => inspect::impact(&db, &decision_id, format),
-        Command::Check { db, format } => inspect::check(&db, format),
+        Command::Check { db, expect, format } => inspect::check(&db, &expect, format),
+        Command::Digest { db, plan, format } => inspect::digest(&db, plan.as_deref(), format),
         Command::Project(args) => project::project(&args),
         Command::ChildContext(args) => project::child_context(&args),
         Command::Schema => {
-            let mut out = io::stdout().lock();
-            out.write_all(SCHEMA.as_bytes())?;
+            print_text(SCHEMA)?;
             Ok(0)
         }
     }
@@ -208,17 +220,24 @@ pub fn parse_plan(s: &str) -> Result<PlanId, Failure> {
     PlanId::parse(s).map_err(|e| Failure::usage(format!("plan id on the command line: {e}")))
 }
 
+/// Stdout behind one 64 KiB buffer: Rust's stdout is line-buffered, which
+/// costs a system call per line. Flush once at the end.
+pub fn stdout() -> BufWriter<io::StdoutLock<'static>> {
+    BufWriter::with_capacity(1 << 16, io::stdout().lock())
+}
+
 /// Prints a report as one pretty JSON document.
 pub fn print_json<T: Serialize>(value: &T) -> Result<(), Failure> {
-    let mut out = io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value).map_err(|e| Failure::from(Error::Json(e)))?;
+    let mut out = stdout();
+    serde_json::to_writer_pretty(&mut out, value).map_err(Error::from)?;
     out.write_all(b"\n")?;
+    out.flush()?;
     Ok(())
 }
 
 /// Prints text to stdout.
 pub fn print_text(text: &str) -> Result<(), Failure> {
-    let mut out = io::stdout().lock();
+    let mut out = stdout();
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())

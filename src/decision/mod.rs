@@ -7,5 +7,5 @@ mod types;
 
 pub use ids::{DecisionId, PlanId};
 pub use model::{Alternative, ArtifactRef, ContextSnapshot, Decision, DecisionBuilder, ResourceRef};
-pub use tree::DecisionTree;
+pub use tree::{DecisionTree, Impact, TreeView, ViewNode};
 pub use types::{DecisionType, Phase, EXECUTE_TYPES, STRATEGIZE_TYPES};

@@ -236,4 +236,156 @@ impl DecisionTree {
         }
         None // a loop, which a store never lets in
     }
+
+    /// The decision that stands for each decision, in [`DecisionTree::decisions`]
+    /// order (`None` where the history loops), in linear time however long
+    /// the chains are.
+    pub fn standing_all(&self) -> Vec<Option<&Decision>> {
+        // Each decision has at most one next step; resolve every path once.
+        const UNKNOWN: usize = usize::MAX;
+        const LOOPS: usize = usize::MAX - 1;
+        let n = self.decisions.len();
+        let next = |i: usize| -> Option<usize> {
+            let d = &self.decisions[i];
+            let step = self.corrected_by(d.decision_id()).last().copied().or(d.superseded_by());
+            step.and_then(|s| self.index.get(&s)).map(|x| x.index())
+        };
+        let mut result = vec![UNKNOWN; n];
+        let mut on_path = vec![false; n];
+        let mut path = Vec::new();
+        for start in 0..n {
+            let mut cur = start;
+            let found = loop {
+                if result[cur] != UNKNOWN {
+                    break result[cur];
+                }
+                if on_path[cur] {
+                    break LOOPS;
+                }
+                on_path[cur] = true;
+                path.push(cur);
+                match next(cur) {
+                    Some(x) => cur = x,
+                    None => break cur,
+                }
+            };
+            for i in path.drain(..) {
+                on_path[i] = false;
+                result[i] = found;
+            }
+        }
+        result.into_iter().map(|r| (r != LOOPS).then(|| &self.decisions[r])).collect()
+    }
+
+    /// The tree for display: every decision reachable from a root, depth
+    /// first, children in sequence order. With `effective_only`, decisions
+    /// that no longer stand (corrected or superseded) are left out and their
+    /// children move up to the nearest ancestor shown. Built without
+    /// recursion, so a plan a million levels deep is fine.
+    pub fn view(&self, effective_only: bool) -> TreeView<'_> {
+        let n = self.decisions.len();
+        let shown = |i: usize| !effective_only || self.is_effective(self.decisions[i].decision_id());
+        // Breadth-first from the roots, so a parent comes before its children.
+        let mut order = Vec::with_capacity(n);
+        let mut queue: std::collections::VecDeque<NodeIndex> = self
+            .graph
+            .node_indices()
+            .filter(|&x| self.graph.neighbors_directed(x, Direction::Incoming).next().is_none())
+            .collect();
+        while let Some(x) = queue.pop_front() {
+            order.push(x.index());
+            queue.extend(self.graph.neighbors(x));
+        }
+        // The nearest shown ancestor of each decision (usize::MAX: the top level).
+        const TOP: usize = usize::MAX;
+        let mut anchor = vec![TOP; n];
+        for &i in &order {
+            if let Some(p) = self.graph.neighbors_directed(NodeIndex::new(i), Direction::Incoming).next() {
+                let p = p.index();
+                anchor[i] = if shown(p) { p } else { anchor[p] };
+            }
+        }
+        let mut reached = vec![false; n];
+        for &i in &order {
+            reached[i] = true;
+        }
+        // Children lists in sequence order (decisions are sorted by sequence).
+        let mut top = Vec::new();
+        let mut kids: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for i in (0..n).filter(|&i| reached[i] && shown(i)) {
+            match anchor[i] {
+                TOP => top.push(i),
+                p => kids[p].push(i),
+            }
+        }
+        let mut nodes = Vec::with_capacity(n);
+        // (decision, parent position in `nodes`, level, last among siblings), pushed in reverse.
+        let mut stack: Vec<(usize, Option<usize>, usize, bool)> =
+            top.iter().enumerate().rev().map(|(k, &i)| (i, None, 0, k + 1 == top.len())).collect();
+        while let Some((i, parent, level, last)) = stack.pop() {
+            let at = nodes.len();
+            let children = &kids[i];
+            nodes.push(ViewNode { decision: &self.decisions[i], parent, level, last, children: children.len() });
+            stack.extend(
+                children.iter().enumerate().rev().map(|(k, &c)| (c, Some(at), level + 1, k + 1 == children.len())),
+            );
+        }
+        TreeView { nodes }
+    }
+
+    /// What depends on a decision: everything below it, and the downstream
+    /// decisions, plans and artifacts that it and its descendants name.
+    pub fn impact(&self, id: DecisionId) -> Impact<'_> {
+        let subtree = self.subtree(id);
+        let mut impact = Impact {
+            descendants: subtree.iter().skip(1).copied().collect(),
+            downstream_decisions: Vec::new(),
+            downstream_plans: Vec::new(),
+            artifacts: Vec::new(),
+        };
+        let (mut seen_d, mut seen_p, mut seen_a) =
+            (std::collections::HashSet::new(), std::collections::HashSet::new(), std::collections::HashSet::new());
+        for d in &subtree {
+            impact.downstream_decisions.extend(d.downstream_decision_ids().iter().filter(|x| seen_d.insert(**x)));
+            impact.downstream_plans.extend(d.downstream_plan_ids().iter().filter(|x| seen_p.insert(**x)));
+            for a in d.artifacts_produced() {
+                if seen_a.insert(a.artifact_path()) {
+                    impact.artifacts.push(a.artifact_path());
+                }
+            }
+        }
+        impact
+    }
+}
+
+/// A plan's tree laid out for display by [`DecisionTree::view`].
+#[derive(Debug, Clone)]
+pub struct TreeView<'a> {
+    /// Depth-first pre-order: a decision, then its subtree, then its next sibling.
+    pub nodes: Vec<ViewNode<'a>>,
+}
+
+/// One decision of a [`TreeView`].
+#[derive(Debug, Clone, Copy)]
+pub struct ViewNode<'a> {
+    pub decision: &'a Decision,
+    /// Position of the parent shown in [`TreeView::nodes`]; `None` at the top level.
+    pub parent: Option<usize>,
+    /// 0 at the top level.
+    pub level: usize,
+    /// The last of its siblings.
+    pub last: bool,
+    /// How many children it has in the view.
+    pub children: usize,
+}
+
+/// What [`DecisionTree::impact`] finds: what to recheck when a decision changes.
+#[derive(Debug, Clone)]
+pub struct Impact<'a> {
+    /// Every decision below it, breadth first.
+    pub descendants: Vec<&'a Decision>,
+    /// Downstream decisions named by it or its descendants, first mention first.
+    pub downstream_decisions: Vec<DecisionId>,
+    pub downstream_plans: Vec<PlanId>,
+    pub artifacts: Vec<&'a str>,
 }

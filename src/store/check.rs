@@ -1,79 +1,227 @@
-//! `Store::check`: SQLite's own checks plus the domain's invariants.
+//! `Store::check`: SQLite's own checks, the log's hashes, and the domain's invariants.
 //!
 //! The schema already refuses most bad rows; these checks find what a file
-//! edited outside this library (triggers dropped, rows changed by hand) or
-//! damaged on disk can still hold.
+//! edited outside this library (triggers dropped, rows changed or replaced
+//! by hand) or damaged on disk can still hold. Each problem names the
+//! decision (or table and key) at fault; `check` itself fails only when the
+//! file cannot be read at all.
 
+use std::collections::HashMap;
+
+use rusqlite::OptionalExtension;
 use serde::Serialize;
 
+use super::integrity::{self, Anchor, AnchorScope, Hash};
 use super::{storage, Store};
 use crate::decision::{DecisionTree, PlanId};
 use crate::error::Result;
 
+/// What kind of problem [`Store::check`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ProblemKind {
+    /// SQLite's `integrity_check` failed: the file is damaged.
+    Integrity,
+    /// A row refers to a row of another table that does not exist.
+    ForeignKey,
+    /// A row does not decode as a valid decision.
+    Unreadable,
+    /// A parent is missing or in another plan.
+    Orphan,
+    DanglingCorrection,
+    DanglingSupersession,
+    RootHasParent,
+    DuplicateSequence,
+    Cycle,
+    /// A row no longer matches its content hash: it was changed after it was written.
+    HashMismatch,
+    /// A row has no hash (written around the library).
+    Unhashed,
+    /// An entry's chain hash does not follow from the entry before it, or positions are missing.
+    ChainBroken,
+    /// The kept per-plan or per-type counts, or the log length, disagree with the rows.
+    SummaryMismatch,
+    /// The store does not extend an anchored digest.
+    AnchorMismatch,
+}
+
+impl ProblemKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProblemKind::Integrity => "integrity",
+            ProblemKind::ForeignKey => "foreign_key",
+            ProblemKind::Unreadable => "unreadable",
+            ProblemKind::Orphan => "orphan",
+            ProblemKind::DanglingCorrection => "dangling_correction",
+            ProblemKind::DanglingSupersession => "dangling_supersession",
+            ProblemKind::RootHasParent => "root_has_parent",
+            ProblemKind::DuplicateSequence => "duplicate_sequence",
+            ProblemKind::Cycle => "cycle",
+            ProblemKind::HashMismatch => "hash_mismatch",
+            ProblemKind::Unhashed => "unhashed",
+            ProblemKind::ChainBroken => "chain_broken",
+            ProblemKind::SummaryMismatch => "summary_mismatch",
+            ProblemKind::AnchorMismatch => "anchor_mismatch",
+        }
+    }
+}
+
+impl std::fmt::Display for ProblemKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One problem found by [`Store::check`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Problem {
-    /// `integrity`, `foreign_key`, `unreadable`, `orphan` (a parent missing or
-    /// in another plan), `dangling_correction`, `dangling_supersession`,
-    /// `root_has_parent`, `duplicate_sequence`, `cycle`.
-    pub kind: &'static str,
+    pub kind: ProblemKind,
     pub decision_id: Option<String>,
     pub message: String,
 }
 
 impl Problem {
-    fn new(kind: &'static str, decision_id: Option<String>, message: impl Into<String>) -> Self {
+    fn new(kind: ProblemKind, decision_id: Option<String>, message: impl Into<String>) -> Self {
         Problem { kind, decision_id, message: message.into() }
     }
 }
 
 /// Pairs (decision, referenced id) whose reference is missing or in another plan.
-const DANGLING: [(&str, &str, &str); 4] = [
+const DANGLING: [(ProblemKind, &str, &str); 5] = [
     (
-        "orphan",
+        ProblemKind::Orphan,
         "parent_decision_id",
         "SELECT d.decision_id, d.parent_decision_id FROM decisions d LEFT JOIN decisions p ON p.decision_id = d.parent_decision_id
          WHERE d.parent_decision_id IS NOT NULL AND (p.decision_id IS NULL OR p.plan_id <> d.plan_id)",
     ),
     (
-        "dangling_correction",
+        ProblemKind::DanglingCorrection,
         "corrects_decision_id",
         "SELECT d.decision_id, d.corrects_decision_id FROM decisions d LEFT JOIN decisions c ON c.decision_id = d.corrects_decision_id
          WHERE d.corrects_decision_id IS NOT NULL AND (c.decision_id IS NULL OR c.plan_id <> d.plan_id)",
     ),
     (
-        "dangling_supersession",
+        ProblemKind::DanglingSupersession,
         "superseded_by",
         "SELECT s.decision_id, s.superseded_by FROM supersessions s
          LEFT JOIN decisions o ON o.decision_id = s.decision_id LEFT JOIN decisions n ON n.decision_id = s.superseded_by
-         WHERE o.decision_id IS NULL OR n.decision_id IS NULL OR o.plan_id <> n.plan_id",
+         WHERE n.decision_id IS NULL OR o.plan_id <> n.plan_id OR s.plan_id IS NOT o.plan_id",
     ),
     (
-        "root_has_parent",
+        ProblemKind::DanglingSupersession,
+        "decision_id",
+        "SELECT s.decision_id, s.decision_id FROM supersessions s
+         LEFT JOIN decisions o ON o.decision_id = s.decision_id WHERE o.decision_id IS NULL",
+    ),
+    (
+        ProblemKind::RootHasParent,
         "parent_decision_id",
         "SELECT decision_id, parent_decision_id FROM decisions WHERE decision_type = 'prompt_definition' AND parent_decision_id IS NOT NULL",
     ),
 ];
 
+/// Graph rows whose node is missing (SQLite's `foreign_key_check` cannot name
+/// rows of WITHOUT ROWID tables).
+const DANGLING_GRAPH: [&str; 2] = [
+    "SELECT 'view at depth ' || v.depth || ' of node ' || v.node_id || ' names a missing node'
+     FROM uko_node_views v LEFT JOIN uko_nodes n ON n.node_id = v.node_id WHERE n.node_id IS NULL",
+    "SELECT 'edge ' || e.source_id || ' -' || e.relation || '-> ' || e.target_id || ' names a missing node'
+     FROM uko_edges e LEFT JOIN uko_nodes s ON s.node_id = e.source_id LEFT JOIN uko_nodes t ON t.node_id = e.target_id
+     WHERE s.node_id IS NULL OR t.node_id IS NULL",
+];
+
+/// Every entry of the log, in chain order, with the hash its row has now.
+fn entries_sql() -> String {
+    format!(
+        "SELECT 0, decision_id, plan_id, chain_index, log_index, content_hash, chain_hash, dstore_decision_hash({})
+         FROM decisions
+         UNION ALL
+         SELECT 1, decision_id, plan_id, chain_index, log_index, content_hash, chain_hash,
+                dstore_supersession_hash(plan_id, decision_id, superseded_by)
+         FROM supersessions
+         ORDER BY 3, 4, 1, 2",
+        integrity::DECISION_COLUMNS.join(", ")
+    )
+}
+
+/// One entry as `entries_sql` reads it.
+struct EntryRow {
+    supersession: bool,
+    id: String,
+    plan: Option<String>,
+    chain_index: Option<i64>,
+    log_index: Option<i64>,
+    content_hash: Option<String>,
+    chain_hash: Option<String>,
+    actual: String,
+}
+
+/// The walk of one plan's chain.
+struct PlanWalk {
+    plan: String,
+    entries: i64,
+    head: Hash,
+    broken: bool,
+    /// Last (chain index, chain hash) at or below each store anchor's log length.
+    at_anchor: Vec<Option<(i64, Hash)>>,
+}
+
 impl Store {
     /// Every problem in the file; an empty list means the store is sound.
+    ///
+    /// Runs in one read transaction, so it sees one state of the file
+    /// however much other processes write meanwhile.
     ///
     /// # Errors
     /// [`crate::Error::Storage`] when the checks themselves cannot run.
     pub fn check(&self) -> Result<Vec<Problem>> {
+        self.check_against(&[])
+    }
+
+    /// [`Store::check`], and also that the store extends each anchored digest
+    /// (as `dstore digest` printed it earlier): a mismatch is a
+    /// [`ProblemKind::AnchorMismatch`].
+    ///
+    /// # Errors
+    /// [`crate::Error::Storage`] when the checks themselves cannot run.
+    pub fn check_against(&self, anchors: &[Anchor]) -> Result<Vec<Problem>> {
+        self.read_snapshot(|store| {
+            let mut problems = store.storage_checks()?;
+            store.check_links(&mut problems)?;
+            store.check_log(anchors, &mut problems)?;
+            store.check_plans(&mut problems)?;
+            Ok(problems)
+        })
+    }
+
+    fn storage_checks(&self) -> Result<Vec<Problem>> {
         let mut problems: Vec<Problem> = self
             .storage_problems()?
             .into_iter()
             .map(|p| {
-                let kind = if p.starts_with("foreign key") { "foreign_key" } else { "integrity" };
+                let kind = if p.starts_with("foreign key") { ProblemKind::ForeignKey } else { ProblemKind::Integrity };
                 Problem::new(kind, None, p)
             })
             .collect();
+        for sql in DANGLING_GRAPH {
+            let mut stmt = self.conn.prepare(sql).map_err(storage)?;
+            for row in stmt.query_map([], |r| r.get::<_, String>(0)).map_err(storage)? {
+                problems.push(Problem::new(ProblemKind::ForeignKey, None, row.map_err(storage)?));
+            }
+        }
+        Ok(problems)
+    }
+
+    fn check_links(&self, problems: &mut Vec<Problem>) -> Result<()> {
         for (kind, field, sql) in DANGLING {
             let mut stmt = self.conn.prepare(sql).map_err(storage)?;
-            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).map_err(storage)?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))
+                .map_err(storage)?;
             for row in rows {
                 let (id, other) = row.map_err(storage)?;
+                let other = other.unwrap_or_else(|| "(null)".into());
                 problems.push(Problem::new(
                     kind,
                     Some(id.clone()),
@@ -91,13 +239,250 @@ impl Store {
         for row in rows {
             let (plan, seq, n) = row.map_err(storage)?;
             problems.push(Problem::new(
-                "duplicate_sequence",
+                ProblemKind::DuplicateSequence,
                 None,
                 format!("plan {plan}: {n} decisions at sequence {seq}"),
             ));
         }
-        self.check_plans(&mut problems)?;
-        Ok(problems)
+        Ok(())
+    }
+
+    /// Recomputes every content hash and walks every plan's chain and the store's log.
+    fn check_log(&self, anchors: &[Anchor], problems: &mut Vec<Problem>) -> Result<()> {
+        let store_anchors: Vec<&Anchor> = anchors.iter().filter(|a| a.scope == AnchorScope::Store).collect();
+        let mut plan_anchors: HashMap<&str, Vec<&Anchor>> = HashMap::new();
+        for a in anchors {
+            if let AnchorScope::Plan(p) = &a.scope {
+                plan_anchors.entry(p.as_str()).or_default().push(a);
+            }
+        }
+        let mut walks: Vec<PlanWalk> = Vec::new();
+        let mut log_indexes: Vec<i64> = Vec::new();
+        let mut stmt = self.conn.prepare(&entries_sql()).map_err(storage)?;
+        let mut rows = stmt.query([]).map_err(storage)?;
+        while let Some(r) = rows.next().map_err(storage)? {
+            let e = EntryRow {
+                supersession: r.get::<_, i64>(0).map_err(storage)? == 1,
+                id: r.get(1).map_err(storage)?,
+                plan: r.get(2).map_err(storage)?,
+                chain_index: r.get(3).map_err(storage)?,
+                log_index: r.get(4).map_err(storage)?,
+                content_hash: r.get(5).map_err(storage)?,
+                chain_hash: r.get(6).map_err(storage)?,
+                actual: r.get(7).map_err(storage)?,
+            };
+            let what = if e.supersession { format!("the supersession of {}", e.id) } else { e.id.clone() };
+            let (Some(plan), Some(index), Some(log), Some(content), Some(chain)) =
+                (&e.plan, e.chain_index, e.log_index, &e.content_hash, &e.chain_hash)
+            else {
+                problems.push(Problem::new(
+                    ProblemKind::Unhashed,
+                    Some(e.id.clone()),
+                    format!("{what}: the row has no hash or chain position (written around the library)"),
+                ));
+                continue;
+            };
+            log_indexes.push(log);
+            if walks.last().is_none_or(|w| &w.plan != plan) {
+                walks.push(PlanWalk {
+                    plan: plan.clone(),
+                    entries: 0,
+                    head: integrity::GENESIS,
+                    broken: false,
+                    at_anchor: vec![None; store_anchors.len()],
+                });
+            }
+            let walk = walks.last_mut().expect("pushed above");
+            if *content != e.actual {
+                problems.push(Problem::new(
+                    ProblemKind::HashMismatch,
+                    Some(e.id.clone()),
+                    format!("{what}: the row no longer matches its content hash: it was changed after it was written"),
+                ));
+            }
+            let stored_chain = integrity::from_hex(chain);
+            let expected_chain = integrity::from_hex(content).map(|c| integrity::link(&walk.head, &c));
+            if index != walk.entries + 1 {
+                walk.broken = true;
+                problems.push(Problem::new(
+                    ProblemKind::ChainBroken,
+                    Some(e.id.clone()),
+                    format!(
+                        "{what}: at position {index} of plan {plan}'s chain, where {} was expected (entries removed, duplicated or reordered)",
+                        walk.entries + 1
+                    ),
+                ));
+            } else if stored_chain.is_none() || stored_chain != expected_chain {
+                walk.broken = true;
+                problems.push(Problem::new(
+                    ProblemKind::ChainBroken,
+                    Some(e.id.clone()),
+                    format!("{what}: its chain hash does not follow from entry {} of plan {plan}", index - 1),
+                ));
+            }
+            walk.entries = index;
+            walk.head = stored_chain.unwrap_or(integrity::GENESIS);
+            for (slot, anchor) in walk.at_anchor.iter_mut().zip(&store_anchors) {
+                if log <= anchor.entries as i64 {
+                    *slot = Some((index, walk.head));
+                }
+            }
+            for anchor in plan_anchors.get(plan.as_str()).into_iter().flatten() {
+                if index == anchor.entries as i64 && walk.head != anchor.hash {
+                    problems.push(Problem::new(
+                        ProblemKind::AnchorMismatch,
+                        Some(e.id.clone()),
+                        format!("{what}: entry {index} of plan {plan} differs from the anchored digest {anchor}"),
+                    ));
+                }
+            }
+        }
+        drop(rows);
+        for (plan, list) in &plan_anchors {
+            let entries = walks.iter().find(|w| w.plan == *plan).map_or(0, |w| w.entries);
+            for a in list.iter().filter(|a| a.entries as i64 > entries) {
+                problems.push(Problem::new(
+                    ProblemKind::AnchorMismatch,
+                    None,
+                    format!(
+                        "plan {plan} has {entries} entries, fewer than the {} of the anchored digest {a}",
+                        a.entries
+                    ),
+                ));
+            }
+        }
+        self.check_summaries(&walks, problems)?;
+        log_indexes.sort_unstable();
+        let total = log_indexes.len() as i64;
+        if let Some((i, &found)) = log_indexes.iter().enumerate().find(|&(i, &l)| l != i as i64 + 1) {
+            problems.push(Problem::new(
+                ProblemKind::ChainBroken,
+                None,
+                format!(
+                    "the store's log has entry {found} where entry {} was expected (entries removed or duplicated)",
+                    i + 1
+                ),
+            ));
+        }
+        let kept: Option<i64> = self
+            .conn
+            .query_row("SELECT entries FROM store_log WHERE id = 1", [], |r| r.get(0))
+            .optional()
+            .map_err(storage)?;
+        if kept != Some(total) {
+            problems.push(Problem::new(
+                ProblemKind::SummaryMismatch,
+                None,
+                format!(
+                    "store_log records {} entries, the tables hold {total}",
+                    kept.map_or("no".into(), |k| k.to_string())
+                ),
+            ));
+        }
+        for (i, anchor) in store_anchors.iter().enumerate() {
+            if anchor.entries as i64 > total {
+                problems.push(Problem::new(
+                    ProblemKind::AnchorMismatch,
+                    None,
+                    format!(
+                        "the store has {total} entries, fewer than the {} of the anchored digest {anchor}",
+                        anchor.entries
+                    ),
+                ));
+                continue;
+            }
+            let heads = walks.iter().filter_map(|w| w.at_anchor[i].map(|(n, h)| (w.plan.as_str(), n as u64, h)));
+            let heads: Vec<(&str, u64, Hash)> = heads.collect();
+            let digest = integrity::store_digest(heads.iter().map(|(p, n, h)| (*p, *n, h)));
+            if digest != anchor.hash {
+                problems.push(Problem::new(
+                    ProblemKind::AnchorMismatch,
+                    None,
+                    format!("the first {} entries of the store differ from the anchored digest {anchor}: history was rewritten", anchor.entries),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The kept per-plan rows must match the walked chains and the rows.
+    fn check_summaries(&self, walks: &[PlanWalk], problems: &mut Vec<Problem>) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT p.plan_id, p.entries, p.head_hash,
+                        p.decisions = (SELECT count(*) FROM decisions d WHERE d.plan_id = p.plan_id)
+                        AND p.corrections = (SELECT count(corrects_decision_id) FROM decisions d WHERE d.plan_id = p.plan_id)
+                        AND p.superseded = (SELECT count(*) FROM supersessions s WHERE s.plan_id = p.plan_id)
+                        AND p.max_depth IS (SELECT max(depth) FROM decisions d WHERE d.plan_id = p.plan_id)
+                        AND p.first_decision_id IS (SELECT min(decision_id) FROM decisions d WHERE d.plan_id = p.plan_id)
+                        AND p.last_decision_id IS (SELECT max(decision_id) FROM decisions d WHERE d.plan_id = p.plan_id)
+                 FROM plans p",
+            )
+            .map_err(storage)?;
+        let mut kept: HashMap<String, (i64, String, bool)> = HashMap::new();
+        for row in
+            stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?)))).map_err(storage)?
+        {
+            let (plan, v) = row.map_err(storage)?;
+            kept.insert(plan, v);
+        }
+        for w in walks {
+            match kept.remove(&w.plan) {
+                None => problems.push(Problem::new(
+                    ProblemKind::SummaryMismatch,
+                    None,
+                    format!("plan {} has no row in the plans table", w.plan),
+                )),
+                Some((entries, head, counts_ok)) => {
+                    if entries != w.entries || integrity::from_hex(&head) != Some(w.head) {
+                        problems.push(Problem::new(
+                            ProblemKind::ChainBroken,
+                            None,
+                            format!(
+                                "plan {}: the recorded head (entry {entries}) is not the chain's last entry ({}): entries were removed or rewritten",
+                                w.plan, w.entries
+                            ),
+                        ));
+                    }
+                    if !counts_ok {
+                        problems.push(Problem::new(
+                            ProblemKind::SummaryMismatch,
+                            None,
+                            format!("plan {}: the kept counts disagree with its rows", w.plan),
+                        ));
+                    }
+                }
+            }
+        }
+        for plan in kept.keys() {
+            problems.push(Problem::new(
+                ProblemKind::ChainBroken,
+                None,
+                format!("plan {plan} is recorded in the plans table but has no entries left: they were removed"),
+            ));
+        }
+        let types_ok: bool = self
+            .conn
+            .query_row(
+                "SELECT NOT EXISTS (
+                     SELECT decision_type, count(*) FROM decisions GROUP BY decision_type
+                     EXCEPT SELECT decision_type, decisions FROM decision_type_counts)
+                 AND NOT EXISTS (
+                     SELECT decision_type, decisions FROM decision_type_counts WHERE decisions > 0
+                     EXCEPT SELECT decision_type, count(*) FROM decisions GROUP BY decision_type)",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(storage)?;
+        if !types_ok {
+            problems.push(Problem::new(
+                ProblemKind::SummaryMismatch,
+                None,
+                "the kept counts of decisions by type disagree with the rows",
+            ));
+        }
+        Ok(())
     }
 
     /// Decodes every row (reporting those that do not decode) and checks each plan's history.
@@ -107,25 +492,26 @@ impl Store {
             stmt.query_map([], |r| r.get(0)).map_err(storage)?.collect::<rusqlite::Result<_>>().map_err(storage)?;
         for plan in plans {
             let Ok(plan_id) = PlanId::parse(&plan) else {
-                problems.push(Problem::new("unreadable", None, format!("plan id {plan:?} is not a ULID")));
+                problems.push(Problem::new(ProblemKind::Unreadable, None, format!("plan id {plan:?} is not a ULID")));
                 continue;
             };
             let (decisions, unreadable) = super::decisions::plan_rows_lenient(&self.conn, &plan)?;
             for (id, e) in unreadable {
-                problems.push(Problem::new("unreadable", Some(id.clone()), format!("{id}: {e}")));
+                problems.push(Problem::new(ProblemKind::Unreadable, Some(id.clone()), format!("{id}: {e}")));
             }
             let tree = DecisionTree::from_decisions(decisions);
-            for d in tree.decisions() {
+            let standing = tree.standing_all();
+            for (d, standing) in tree.decisions().iter().zip(standing) {
                 let id = d.decision_id();
                 if tree.depth(id).is_none() {
                     problems.push(Problem::new(
-                        "cycle",
+                        ProblemKind::Cycle,
                         Some(id.to_string()),
                         format!("{id}: its parent links loop in plan {plan_id}"),
                     ));
-                } else if tree.standing(id).is_none() {
+                } else if standing.is_none() {
                     problems.push(Problem::new(
-                        "cycle",
+                        ProblemKind::Cycle,
                         Some(id.to_string()),
                         format!("{id}: its corrections and supersessions loop"),
                     ));

@@ -3,14 +3,34 @@
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 use serde::Serialize;
 
+use super::integrity::{self, Anchor, AnchorScope, Field, Hash};
 use super::{storage, Store};
 use crate::decision::{Decision, DecisionBuilder, DecisionId, DecisionTree, DecisionType, PlanId};
 use crate::error::{Error, Result};
 
 const INSERT: &str = "INSERT INTO decisions (decision_id, plan_id, parent_decision_id, sequence, decision_type, \
      chosen_option, rationale, confidence_score, alternatives, context_snapshot, artifacts_produced, \
-     corrects_decision_id, downstream_decision_ids, downstream_plan_ids, metadata) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+     corrects_decision_id, downstream_decision_ids, downstream_plan_ids, metadata, \
+     depth, content_hash, chain_index, chain_hash, log_index) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)";
+const INSERT_SUPERSESSION: &str = "INSERT INTO supersessions \
+     (decision_id, superseded_by, plan_id, content_hash, chain_index, chain_hash, log_index) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+/// The chain head of a plan.
+const PLAN_HEAD: &str = "SELECT entries, head_hash FROM plans WHERE plan_id = ?1";
+/// Hands out the next position in the store's log.
+const NEXT_LOG_INDEX: &str = "UPDATE store_log SET entries = entries + 1 WHERE id = 1 RETURNING entries";
+const COUNT_DECISION: &str = "INSERT INTO plans (plan_id, decisions, corrections, superseded, max_depth, \
+     first_decision_id, last_decision_id, entries, head_hash) VALUES (?1, 1, ?2, 0, ?3, ?4, ?4, ?5, ?6) \
+     ON CONFLICT (plan_id) DO UPDATE SET decisions = decisions + 1, corrections = corrections + excluded.corrections, \
+     max_depth = max(max_depth, excluded.max_depth), \
+     first_decision_id = min(first_decision_id, excluded.first_decision_id), \
+     last_decision_id = max(last_decision_id, excluded.last_decision_id), \
+     entries = excluded.entries, head_hash = excluded.head_hash";
+const COUNT_TYPE: &str = "INSERT INTO decision_type_counts (decision_type, decisions) VALUES (?1, 1) \
+     ON CONFLICT (decision_type) DO UPDATE SET decisions = decisions + 1";
+const COUNT_SUPERSESSION: &str =
+    "UPDATE plans SET superseded = superseded + 1, entries = ?2, head_hash = ?3 WHERE plan_id = ?1";
 
 /// The columns of a decision row (with its supersession link), for `from_row`.
 macro_rules! select_decisions {
@@ -25,7 +45,7 @@ macro_rules! select_decisions {
 pub(super) const DECISION_BY_ID: &str = concat!(select_decisions!(), " WHERE d.decision_id = ?1");
 pub(super) const PLAN_ROWS: &str = concat!(select_decisions!(), " WHERE d.plan_id = ?1 ORDER BY d.sequence");
 const ALL_ROWS: &str = concat!(select_decisions!(), " ORDER BY d.plan_id, d.sequence");
-pub(super) const PLAN_OF: &str = "SELECT plan_id FROM decisions WHERE decision_id = ?1";
+pub(super) const PLAN_OF: &str = "SELECT plan_id, depth FROM decisions WHERE decision_id = ?1";
 /// The plan of a decision and what supersedes it, if anything.
 pub(super) const LINK_OF: &str = "SELECT d.plan_id, s.superseded_by FROM decisions d \
      LEFT JOIN supersessions s ON s.decision_id = d.decision_id WHERE d.decision_id = ?1";
@@ -58,9 +78,10 @@ fn json<T: Serialize + ?Sized>(v: &T) -> String {
 }
 
 /// Reads a JSON text column, naming the column when it is not valid.
-fn column_json<T: serde::de::DeserializeOwned>(row: &Row<'_>, idx: usize, name: &str) -> rusqlite::Result<T> {
-    let text: String = row.get(idx)?;
+fn column_json<T: serde::de::DeserializeOwned>(row: &Row<'_>, name: &str) -> rusqlite::Result<T> {
+    let text: String = row.get(name)?;
     serde_json::from_str(&text).map_err(|e| {
+        let idx = row.as_ref().column_index(name).unwrap_or(0);
         rusqlite::Error::FromSqlConversionFailure(
             idx,
             rusqlite::types::Type::Text,
@@ -70,43 +91,43 @@ fn column_json<T: serde::de::DeserializeOwned>(row: &Row<'_>, idx: usize, name: 
 }
 
 /// Rebuilds a decision from a row of `SELECT`, validating it like any input.
+/// Columns are read by name, so the query's column order is free.
 fn from_row(row: &Row<'_>) -> rusqlite::Result<Result<Decision>> {
-    let decision_type: String = row.get(4)?;
+    let decision_type: String = row.get("decision_type")?;
     let decision_type = match decision_type.parse::<DecisionType>() {
         Ok(t) => t,
         Err(e) => return Ok(Err(e)),
     };
-    let plan_id: String = row.get(1)?;
-    let mut b: DecisionBuilder = Decision::builder(PlanId::generate(), decision_type, row.get(3)?)
+    let plan_id: String = row.get("plan_id")?;
+    let corrects: Option<String> = row.get("corrects_decision_id")?;
+    let mut b: DecisionBuilder = Decision::builder(PlanId::generate(), decision_type, row.get("sequence")?)
         .plan_id(plan_id)
-        .decision_id(row.get::<_, String>(0)?)
-        .chosen_option(row.get::<_, String>(5)?)
-        .rationale(row.get::<_, String>(6)?)
-        .confidence_score(row.get::<_, Option<f64>>(7)?)
-        .context_snapshot(column_json(row, 9, "context_snapshot")?)
-        .corrects_decision_id(row.get(11)?);
-    if let Some(p) = row.get::<_, Option<String>>(2)? {
+        .decision_id(row.get::<_, String>("decision_id")?)
+        .chosen_option(row.get::<_, String>("chosen_option")?)
+        .rationale(row.get::<_, String>("rationale")?)
+        .confidence_score(row.get::<_, Option<f64>>("confidence_score")?)
+        .context_snapshot(column_json(row, "context_snapshot")?)
+        .is_correction(corrects.is_some())
+        .corrects_decision_id(corrects);
+    if let Some(p) = row.get::<_, Option<String>>("parent_decision_id")? {
         b = b.parent(p);
     }
-    if row.get::<_, Option<String>>(11)?.is_some() {
-        b = b.is_correction(true);
-    }
-    if let Some(s) = row.get::<_, Option<String>>(12)? {
+    if let Some(s) = row.get::<_, Option<String>>("superseded_by")? {
         b = b.superseded_by(s);
     }
-    for a in column_json::<Vec<_>>(row, 8, "alternatives")? {
+    for a in column_json::<Vec<_>>(row, "alternatives")? {
         b = b.alternative(a);
     }
-    for a in column_json::<Vec<_>>(row, 10, "artifacts_produced")? {
+    for a in column_json::<Vec<_>>(row, "artifacts_produced")? {
         b = b.artifact(a);
     }
-    for id in column_json::<Vec<String>>(row, 13, "downstream_decision_ids")? {
+    for id in column_json::<Vec<String>>(row, "downstream_decision_ids")? {
         b = b.downstream_decision(id);
     }
-    for id in column_json::<Vec<String>>(row, 14, "downstream_plan_ids")? {
+    for id in column_json::<Vec<String>>(row, "downstream_plan_ids")? {
         b = b.downstream_plan(id);
     }
-    for (k, v) in column_json::<serde_json::Map<_, _>>(row, 15, "metadata")? {
+    for (k, v) in column_json::<serde_json::Map<_, _>>(row, "metadata")? {
         b = b.metadata(k, v);
     }
     Ok(Decision::try_from(b))
@@ -122,58 +143,137 @@ fn insert_error(d: &Decision, e: rusqlite::Error) -> Error {
         rusqlite::Error::SqliteFailure(_, Some(m)) => m.clone(),
         _ => return storage(e),
     };
-    if message.contains("decisions.decision_id") {
+    if message.contains("decisions.decision_id") || message.contains("decision_id is already stored") {
         return Error::DuplicateDecision(d.decision_id().to_string());
     }
-    if message.contains("decisions.plan_id, decisions.sequence") {
+    if message.contains("decisions.plan_id, decisions.sequence") || message.contains("plan_id and sequence are") {
         return Error::DuplicateSequence { plan_id: d.plan_id().to_string(), sequence: d.sequence() };
     }
     storage(e)
 }
 
-fn plan_of(tx: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
-    tx.prepare_cached(PLAN_OF)?.query_row([id], |r| r.get(0)).optional()
+/// The plan and depth of a stored decision (one index lookup).
+fn plan_of(tx: &Connection, id: &str) -> rusqlite::Result<Option<(String, Option<i64>)>> {
+    tx.prepare_cached(PLAN_OF)?.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional()
 }
 
-/// Checks that a referenced decision is stored in `plan` (one index lookup).
-fn check_reference(tx: &Connection, field: &'static str, id: DecisionId, plan: PlanId) -> Result<()> {
+/// Checks that a referenced decision is stored in `plan`; returns its depth.
+fn check_reference(tx: &Connection, field: &'static str, id: DecisionId, plan: PlanId) -> Result<i64> {
     let (id, plan_id) = (id.to_string(), plan.to_string());
     match plan_of(tx, &id).map_err(storage)? {
-        Some(p) if p == plan_id => Ok(()),
-        Some(other_plan) => Err(Error::CrossPlanReference { field, id, plan_id, other_plan }),
+        Some((p, depth)) if p == plan_id => Ok(depth.unwrap_or(0)),
+        Some((other_plan, _)) => Err(Error::CrossPlanReference { field, id, plan_id, other_plan }),
         None => Err(Error::MissingReference { field, id, plan_id }),
     }
 }
 
+/// A new entry's place in its plan's chain and in the store's log.
+struct Entry {
+    content: String,
+    chain_index: i64,
+    chain_hash: Hash,
+    log_index: i64,
+}
+
+/// Places an entry with this content hash after the head of `plan`'s chain.
+fn append(tx: &Connection, plan: &str, content: &Hash) -> Result<Entry> {
+    let head: Option<(i64, String)> = tx
+        .prepare_cached(PLAN_HEAD)
+        .map_err(storage)?
+        .query_row([plan], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+        .map_err(storage)?;
+    let (entries, previous) = match head {
+        None => (0, integrity::GENESIS),
+        Some((n, hex)) => {
+            let previous = integrity::from_hex(&hex).ok_or_else(|| {
+                Error::Corrupt(format!("plans.head_hash of plan {plan} is not a hash; run `dstore check`"))
+            })?;
+            (n, previous)
+        }
+    };
+    let log_index: i64 =
+        tx.prepare_cached(NEXT_LOG_INDEX).map_err(storage)?.query_row([], |r| r.get(0)).map_err(storage)?;
+    Ok(Entry {
+        content: integrity::to_hex(content),
+        chain_index: entries + 1,
+        chain_hash: integrity::link(&previous, content),
+        log_index,
+    })
+}
+
 /// Inserts one decision row (not its supersession link), after checking
-/// that its parent and corrected decision are stored in its plan.
+/// that its parent and corrected decision are stored in its plan, as the
+/// next entry of its plan's chain.
 pub(crate) fn insert_row(tx: &Transaction<'_>, d: &Decision) -> Result<()> {
+    let mut depth = 0;
     if let Some(p) = d.parent_decision_id() {
-        check_reference(tx, "parent_decision_id", p, d.plan_id())?;
+        depth = check_reference(tx, "parent_decision_id", p, d.plan_id())? + 1;
     }
     if let Some(c) = d.corrects_decision_id() {
         check_reference(tx, "corrects_decision_id", c, d.plan_id())?;
     }
+    let (id, plan) = (d.decision_id().to_string(), d.plan_id().to_string());
+    let parent = d.parent_decision_id().map(|p| p.to_string());
+    let corrects = d.corrects_decision_id().map(|p| p.to_string());
+    let (alternatives, snapshot, artifacts) =
+        (json(d.alternatives()), json(d.context_snapshot()), json(d.artifacts_produced()));
+    let (downstream_decisions, downstream_plans, metadata) =
+        (json(d.downstream_decision_ids()), json(d.downstream_plan_ids()), json(d.metadata()));
+    let content = integrity::decision_hash(&[
+        Field::Text(&id),
+        Field::Text(&plan),
+        parent.as_deref().into(),
+        Field::Int(i64::from(d.sequence())),
+        Field::Text(d.decision_type().as_str()),
+        Field::Text(d.chosen_option()),
+        Field::Text(d.rationale()),
+        d.confidence_score().map_or(Field::Null, Field::Real),
+        Field::Text(&alternatives),
+        Field::Text(&snapshot),
+        Field::Text(&artifacts),
+        corrects.as_deref().into(),
+        Field::Text(&downstream_decisions),
+        Field::Text(&downstream_plans),
+        Field::Text(&metadata),
+    ]);
+    let entry = append(tx, &plan, &content)?;
     let mut stmt = tx.prepare_cached(INSERT).map_err(storage)?;
-    let snapshot = d.context_snapshot();
     stmt.execute(params![
-        d.decision_id().to_string(),
-        d.plan_id().to_string(),
-        d.parent_decision_id().map(|p| p.to_string()),
+        id,
+        plan,
+        parent,
         d.sequence(),
         d.decision_type().as_str(),
         d.chosen_option(),
         d.rationale(),
         d.confidence_score(),
-        json(d.alternatives()),
-        json(snapshot),
-        json(d.artifacts_produced()),
-        d.corrects_decision_id().map(|p| p.to_string()),
-        json(d.downstream_decision_ids()),
-        json(d.downstream_plan_ids()),
-        json(d.metadata()),
+        alternatives,
+        snapshot,
+        artifacts,
+        corrects,
+        downstream_decisions,
+        downstream_plans,
+        metadata,
+        depth,
+        entry.content,
+        entry.chain_index,
+        integrity::to_hex(&entry.chain_hash),
+        entry.log_index,
     ])
     .map_err(|e| insert_error(d, e))?;
+    tx.prepare_cached(COUNT_DECISION)
+        .map_err(storage)?
+        .execute(params![
+            plan,
+            i64::from(corrects.is_some()),
+            depth,
+            id,
+            entry.chain_index,
+            integrity::to_hex(&entry.chain_hash)
+        ])
+        .map_err(storage)?;
+    tx.prepare_cached(COUNT_TYPE).map_err(storage)?.execute([d.decision_type().as_str()]).map_err(storage)?;
     Ok(())
 }
 
@@ -194,7 +294,7 @@ pub(crate) fn plan_rows_lenient(conn: &Connection, plan: &str) -> Result<Lenient
     let mut rows = stmt.query([plan]).map_err(storage)?;
     let (mut good, mut bad) = (Vec::new(), Vec::new());
     while let Some(row) = rows.next().map_err(storage)? {
-        let id: String = row.get(0).map_err(storage)?;
+        let id: String = row.get("decision_id").map_err(storage)?;
         match from_row(row) {
             Ok(Ok(d)) => good.push(d),
             Ok(Err(e)) => bad.push((id, e)),
@@ -215,7 +315,7 @@ pub(crate) fn link_supersession(tx: &Transaction<'_>, old: DecisionId, new: Deci
         .optional()
         .map_err(storage)?
         .ok_or_else(|| Error::DecisionNotFound(old.to_string()))?;
-    let new_plan = plan_of(tx, &new.to_string()).map_err(storage)?;
+    let new_plan = plan_of(tx, &new.to_string()).map_err(storage)?.map(|(p, _)| p);
     let new_plan = new_plan.ok_or_else(|| Error::MissingReference {
         field: "superseded_by",
         id: new.to_string(),
@@ -248,9 +348,17 @@ pub(crate) fn link_supersession(tx: &Transaction<'_>, old: DecisionId, new: Deci
             "superseding {old} by {new} would form a cycle: {new} already leads back to {old}"
         )));
     }
-    tx.prepare_cached("INSERT INTO supersessions (decision_id, superseded_by) VALUES (?1, ?2)")
+    let (old, new) = (old.to_string(), new.to_string());
+    let content = integrity::supersession_hash(Field::Text(&old_plan), Field::Text(&old), Field::Text(&new));
+    let entry = append(tx, &old_plan, &content)?;
+    let chain_hash = integrity::to_hex(&entry.chain_hash);
+    tx.prepare_cached(INSERT_SUPERSESSION)
         .map_err(storage)?
-        .execute([old.to_string(), new.to_string()])
+        .execute(params![old, new, old_plan, entry.content, entry.chain_index, chain_hash, entry.log_index])
+        .map_err(storage)?;
+    tx.prepare_cached(COUNT_SUPERSESSION)
+        .map_err(storage)?
+        .execute(params![old_plan, entry.chain_index, chain_hash])
         .map_err(storage)?;
     Ok(true)
 }
@@ -372,10 +480,12 @@ impl Store {
     /// # Errors
     /// [`Error::DecisionNotFound`] when no such decision is stored.
     pub fn tree_of(&self, id: DecisionId) -> Result<DecisionTree> {
-        let plan = plan_of(&self.conn, &id.to_string())
-            .map_err(storage)?
-            .ok_or_else(|| Error::DecisionNotFound(id.to_string()))?;
-        self.decision_tree(PlanId::parse(&plan)?)
+        self.read_snapshot(|store| {
+            let (plan, _) = plan_of(&store.conn, &id.to_string())
+                .map_err(storage)?
+                .ok_or_else(|| Error::DecisionNotFound(id.to_string()))?;
+            store.decision_tree(PlanId::parse(&plan)?)
+        })
     }
 
     /// The correction chain through `id`: the original first, each correction after the one it corrects.
@@ -405,7 +515,8 @@ impl Store {
         tree.standing(id).cloned().ok_or_else(|| Error::Cycle(format!("the history of {id} loops")))
     }
 
-    /// One summary row per plan, ordered by plan id.
+    /// One summary row per plan, ordered by plan id, from the kept counts
+    /// (no decision row is read).
     ///
     /// # Errors
     /// [`Error::Storage`] when rows cannot be read.
@@ -413,43 +524,21 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "WITH RECURSIVE walk(id, plan_id, depth) AS (
-                     SELECT decision_id, plan_id, 0 FROM decisions WHERE parent_decision_id IS NULL
-                     UNION ALL
-                     SELECT d.decision_id, d.plan_id, w.depth + 1 FROM decisions d JOIN walk w ON d.parent_decision_id = w.id
-                 ),
-                 depths AS (SELECT plan_id, max(depth) AS max_depth FROM walk GROUP BY plan_id)
-                 SELECT d.plan_id, count(*), coalesce(depths.max_depth, 0),
-                        count(d.corrects_decision_id), count(s.decision_id),
-                        min(d.decision_id), max(d.decision_id)
-                 FROM decisions d
-                 LEFT JOIN supersessions s ON s.decision_id = d.decision_id
-                 LEFT JOIN depths ON depths.plan_id = d.plan_id
-                 GROUP BY d.plan_id ORDER BY d.plan_id",
+                "SELECT plan_id, decisions, max_depth, corrections, superseded, first_decision_id, last_decision_id
+                 FROM plans ORDER BY plan_id",
             )
             .map_err(storage)?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, u64>(1)?,
-                    r.get::<_, u64>(2)?,
-                    r.get::<_, u64>(3)?,
-                    r.get::<_, u64>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, String>(6)?,
-                ))
-            })
-            .map_err(storage)?;
+        let mut rows = stmt.query([]).map_err(storage)?;
         let mut out = Vec::new();
-        for row in rows {
-            let (plan, decisions, max_depth, corrections, superseded, first, last) = row.map_err(storage)?;
+        while let Some(r) = rows.next().map_err(storage)? {
+            let first: String = r.get("first_decision_id").map_err(storage)?;
+            let last: String = r.get("last_decision_id").map_err(storage)?;
             out.push(PlanSummary {
-                plan_id: PlanId::parse(&plan)?,
-                decisions,
-                max_depth,
-                corrections,
-                superseded,
+                plan_id: PlanId::parse(&r.get::<_, String>("plan_id").map_err(storage)?)?,
+                decisions: r.get("decisions").map_err(storage)?,
+                max_depth: r.get("max_depth").map_err(storage)?,
+                corrections: r.get("corrections").map_err(storage)?,
+                superseded: r.get("superseded").map_err(storage)?,
                 first_ms: DecisionId::parse(&first)?.timestamp_ms(),
                 last_ms: DecisionId::parse(&last)?.timestamp_ms(),
             });
@@ -457,30 +546,75 @@ impl Store {
         Ok(out)
     }
 
-    /// Counts of decisions by type, and of corrections and supersessions.
+    /// Counts of decisions by type, and of corrections and supersessions,
+    /// from the kept counts (no decision row is read).
     ///
     /// # Errors
     /// [`Error::Storage`] when rows cannot be read.
     pub fn decision_counts(&self) -> Result<DecisionCounts> {
-        let mut by_type = std::collections::BTreeMap::new();
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT decision_type, count(*) FROM decisions GROUP BY decision_type")
-            .map_err(storage)?;
-        for row in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?))).map_err(storage)? {
-            let (t, n) = row.map_err(storage)?;
-            by_type.insert(t.parse::<DecisionType>()?, n);
-        }
-        let (plans, corrections): (u64, u64) = self
-            .conn
-            .query_row("SELECT count(DISTINCT plan_id), count(corrects_decision_id) FROM decisions", [], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .map_err(storage)?;
-        let supersessions: u64 =
-            self.conn.query_row("SELECT count(*) FROM supersessions", [], |r| r.get(0)).map_err(storage)?;
-        Ok(DecisionCounts { plans, decisions: by_type.values().sum(), corrections, supersessions, by_type })
+        self.read_snapshot(|store| {
+            let mut by_type = std::collections::BTreeMap::new();
+            let mut stmt = store
+                .conn
+                .prepare_cached("SELECT decision_type, decisions FROM decision_type_counts WHERE decisions > 0")
+                .map_err(storage)?;
+            for row in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?))).map_err(storage)? {
+                let (t, n) = row.map_err(storage)?;
+                by_type.insert(t.parse::<DecisionType>()?, n);
+            }
+            let (plans, corrections, supersessions): (u64, u64, u64) = store
+                .conn
+                .query_row(
+                    "SELECT count(*), coalesce(sum(corrections), 0), coalesce(sum(superseded), 0) FROM plans",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .map_err(storage)?;
+            Ok(DecisionCounts { plans, decisions: by_type.values().sum(), corrections, supersessions, by_type })
+        })
     }
+
+    /// The digest of every plan (its anchor at its current length) and of the
+    /// whole store, from the kept chain heads. Anchor a value elsewhere and
+    /// verify it later with [`Store::check_against`].
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when rows cannot be read, [`Error::Corrupt`] when a
+    /// kept head is not a hash.
+    pub fn digest(&self) -> Result<Digest> {
+        self.read_snapshot(|store| {
+            let mut stmt = store
+                .conn
+                .prepare_cached("SELECT plan_id, entries, head_hash FROM plans ORDER BY plan_id")
+                .map_err(storage)?;
+            let mut plans = Vec::new();
+            let mut rows = stmt.query([]).map_err(storage)?;
+            while let Some(r) = rows.next().map_err(storage)? {
+                let (plan, entries, head): (String, u64, String) =
+                    (r.get(0).map_err(storage)?, r.get(1).map_err(storage)?, r.get(2).map_err(storage)?);
+                let hash = integrity::from_hex(&head)
+                    .ok_or_else(|| Error::Corrupt(format!("plans.head_hash of plan {plan} is not a hash")))?;
+                plans.push(Anchor { scope: AnchorScope::Plan(plan), entries, hash });
+            }
+            let entries: u64 = store
+                .conn
+                .query_row("SELECT entries FROM store_log WHERE id = 1", [], |r| r.get(0))
+                .map_err(storage)?;
+            let hash = integrity::store_digest(plans.iter().map(|a| match &a.scope {
+                AnchorScope::Plan(p) => (p.as_str(), a.entries, &a.hash),
+                AnchorScope::Store => unreachable!("plan anchors only"),
+            }));
+            Ok(Digest { store: Anchor { scope: AnchorScope::Store, entries, hash }, plans })
+        })
+    }
+}
+
+/// What [`Store::digest`] returns: one anchor for the store, one per plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Digest {
+    pub store: Anchor,
+    /// In plan id order.
+    pub plans: Vec<Anchor>,
 }
 
 /// Totals of [`Store::decision_counts`].

@@ -251,12 +251,13 @@ impl Store {
         mut progress: impl FnMut(&ImportReport),
     ) -> Result<ImportReport> {
         let mut pending = Pending::default();
-        self.import_lines(
-            reader,
+        let mut reader = reader;
+        let [report] = self.import_lines(
+            [("decisions", &mut reader)],
             options,
             &mut progress,
             &mut pending,
-            |tx, line, text, pending, report| {
+            |tx, _, line, text, pending, report| {
                 place(tx, line, Decision::from_json(text).map_err(at(line))?, pending, report)
             },
             |pending| {
@@ -266,7 +267,8 @@ impl Store {
                     Err(Error::validation("references", pending.describe()))
                 }
             },
-        )
+        )?;
+        Ok(report)
     }
 
     /// Writes decisions as JSON Lines, ordered by plan then sequence.
@@ -284,74 +286,88 @@ impl Store {
         Ok(n)
     }
 
-    /// Imports UKO nodes, then edges, from JSON Lines (either may be empty).
+    /// Imports UKO nodes, then edges, from JSON Lines (either may be empty),
+    /// in one transaction for both (or one per `batch` lines): without
+    /// `batch`, a bad line in either leaves the graph exactly as it was.
     ///
     /// # Errors
+    /// [`Error::Input`] naming the input (`nodes` or `edges`) around
     /// [`Error::Line`] naming the line (and, for edges, the unknown node).
     pub fn import_graph(
         &mut self,
-        nodes: impl BufRead,
-        edges: impl BufRead,
+        mut nodes: impl BufRead,
+        mut edges: impl BufRead,
         options: ImportOptions,
         mut progress: impl FnMut(&ImportReport),
     ) -> Result<(ImportReport, ImportReport)> {
-        let node_report =
-            self.import_records(nodes, options, &mut progress, |tx, batch: &[UkoNode]| upsert_nodes_in(tx, batch))?;
-        let edge_report =
-            self.import_records(edges, options, &mut progress, |tx, batch: &[UkoEdge]| upsert_edges_in(tx, batch))?;
-        Ok((node_report, edge_report))
+        let record =
+            |tx: &Transaction<'_>, source: usize, line: u64, text: &str, _: &mut (), report: &mut ImportReport| {
+                let written = if source == 0 {
+                    serde_json::from_str::<UkoNode>(text)
+                        .map_err(Error::from)
+                        .and_then(|n| upsert_nodes_in(tx, std::slice::from_ref(&n)))
+                } else {
+                    serde_json::from_str::<UkoEdge>(text)
+                        .map_err(Error::from)
+                        .and_then(|e| upsert_edges_in(tx, std::slice::from_ref(&e)))
+                };
+                written.map_err(at(line))?;
+                report.imported += 1;
+                Ok(())
+            };
+        let sources: [(&'static str, &mut dyn BufRead); 2] = [("nodes", &mut nodes), ("edges", &mut edges)];
+        let reports = self.import_lines(sources, options, &mut progress, &mut (), record, |_| Ok(()))?;
+        Ok((reports[0], reports[1]))
     }
 
-    fn import_records<T: serde::de::DeserializeOwned>(
+    /// The loop of every import: one record per non-blank line of each
+    /// source in turn, a commit every `options.batch` lines (or once for all
+    /// sources), progress every 10,000 lines. When `finish` fails at the end,
+    /// batch mode keeps the batches committed and commits what the last one
+    /// holds; otherwise nothing is written.
+    #[allow(clippy::type_complexity)]
+    fn import_lines<S, const N: usize>(
         &mut self,
-        reader: impl BufRead,
-        options: ImportOptions,
-        progress: &mut impl FnMut(&ImportReport),
-        write: impl Fn(&Transaction<'_>, &[T]) -> Result<()>,
-    ) -> Result<ImportReport> {
-        let record = |tx: &Transaction<'_>, line: u64, text: &str, _: &mut (), report: &mut ImportReport| {
-            let record: T = serde_json::from_str(text).map_err(|e| at(line)(Error::Json(e)))?;
-            write(tx, std::slice::from_ref(&record)).map_err(at(line))?;
-            report.imported += 1;
-            Ok(())
-        };
-        self.import_lines(reader, options, progress, &mut (), record, |_| Ok(()))
-    }
-
-    /// The loop of every import: one record per non-blank line, a commit every
-    /// `options.batch` lines (or once), progress every 10,000 lines. When
-    /// `finish` fails at the end, batch mode keeps the batches committed and
-    /// commits what the last one holds; otherwise nothing is written.
-    fn import_lines<S>(
-        &mut self,
-        reader: impl BufRead,
+        sources: [(&'static str, &mut dyn BufRead); N],
         options: ImportOptions,
         progress: &mut impl FnMut(&ImportReport),
         state: &mut S,
-        mut record: impl FnMut(&Transaction<'_>, u64, &str, &mut S, &mut ImportReport) -> Result<()>,
+        mut record: impl FnMut(&Transaction<'_>, usize, u64, &str, &mut S, &mut ImportReport) -> Result<()>,
         finish: impl FnOnce(&S) -> Result<()>,
-    ) -> Result<ImportReport> {
-        let mut lines = Lines::new(reader);
-        let mut report = ImportReport::default();
+    ) -> Result<[ImportReport; N]> {
+        let mut reports = [ImportReport::default(); N];
         let batch = options.batch.unwrap_or(usize::MAX).max(1) as u64;
         let mut tx = self.begin()?;
         let mut in_batch = 0u64;
-        while let Some((line, text)) = lines.next_line()? {
-            report.lines += 1;
-            record(&tx, line, text, state, &mut report)?;
-            in_batch += 1;
-            if in_batch == batch {
-                tx.commit().map_err(storage)?;
-                report.batches += 1;
-                in_batch = 0;
-                tx = self.begin()?;
+        let (mut lines_before, mut bytes_before) = (0, 0);
+        for (source, (name, reader)) in sources.into_iter().enumerate() {
+            let mut lines = Lines::new(reader);
+            let report = &mut reports[source];
+            let name_it = |e: Error| if N > 1 { Error::Input { name, source: Box::new(e) } } else { e };
+            while let Some((line, text)) = lines.next_line().map_err(name_it)? {
+                report.lines += 1;
+                record(&tx, source, line, text, state, report).map_err(name_it)?;
+                in_batch += 1;
+                if in_batch == batch {
+                    tx.commit().map_err(storage)?;
+                    report.batches += 1;
+                    in_batch = 0;
+                    tx = self.begin()?;
+                }
+                if report.lines % 10_000 == 0 {
+                    report.bytes = lines.bytes;
+                    progress(&ImportReport {
+                        lines: lines_before + report.lines,
+                        bytes: bytes_before + report.bytes,
+                        ..*report
+                    });
+                }
             }
-            if report.lines % 10_000 == 0 {
-                report.bytes = lines.bytes;
-                progress(&report);
-            }
+            report.bytes = lines.bytes;
+            lines_before += report.lines;
+            bytes_before += report.bytes;
         }
-        report.bytes = lines.bytes;
+        let last = N - 1;
         if let Err(e) = finish(state) {
             if options.batch.is_some() && in_batch > 0 {
                 tx.commit().map_err(storage)?;
@@ -359,11 +375,11 @@ impl Store {
             return Err(e);
         }
         tx.commit().map_err(storage)?;
-        if in_batch > 0 || report.batches == 0 {
-            report.batches += 1;
+        if in_batch > 0 || reports.iter().all(|r| r.batches == 0) {
+            reports[last].batches += 1;
         }
-        progress(&report);
-        Ok(report)
+        progress(&ImportReport { lines: lines_before, bytes: bytes_before, ..reports[last] });
+        Ok(reports)
     }
 
     /// Writes the graph as two JSON Lines streams: nodes by URI, edges by source, relation, target.

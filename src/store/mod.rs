@@ -32,6 +32,7 @@ mod check;
 mod decisions;
 mod exchange;
 mod graph;
+pub mod integrity;
 
 use std::fs;
 use std::io::Read;
@@ -42,10 +43,11 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::{Error, Result};
 
-pub use check::Problem;
-pub use decisions::{DecisionCounts, PlanSummary};
+pub use check::{Problem, ProblemKind};
+pub use decisions::{DecisionCounts, Digest, PlanSummary};
 pub use exchange::{ImportOptions, ImportReport};
 pub use graph::{GraphCounts, Neighbour};
+pub use integrity::{Anchor, AnchorScope};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -142,8 +144,7 @@ impl Store {
         let path = path.as_ref();
         let state = inspect(path)?;
         let conn = Connection::open(path).map_err(storage)?;
-        let mut store = Store { conn, path: Some(path.to_owned()), read_only: false };
-        store.conn.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
+        let mut store = Store::new(conn, Some(path.to_owned()), false)?;
         if matches!(state, FileState::Sqlite) {
             store.identify()?;
         }
@@ -156,7 +157,9 @@ impl Store {
     /// file, no file is created and no migration runs.
     ///
     /// # Errors
-    /// [`Error::NotCreated`] for a missing or empty file, and the errors of [`Store::open`].
+    /// [`Error::NotCreated`] for a missing or empty file,
+    /// [`Error::NeedsUpgrade`] for a store of an older schema, and the errors
+    /// of [`Store::open`].
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store> {
         let path = path.as_ref();
         match inspect(path)? {
@@ -165,14 +168,16 @@ impl Store {
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(storage)?;
-        let store = Store { conn, path: Some(path.to_owned()), read_only: true };
-        store.conn.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
+        let store = Store::new(conn, Some(path.to_owned()), true)?;
         if !store.identify()? {
             return Err(Error::NotCreated { path: path.to_owned() });
         }
+        let (found, supported) = (store.schema_version()?, supported_schema_version());
+        if found < supported {
+            return Err(Error::NeedsUpgrade { path: path.to_owned(), found, supported });
+        }
         // Per connection, read-only ones too: the checks in queries rely on it.
         store.conn.pragma_update(None, "foreign_keys", true).map_err(storage)?;
-        rusqlite::vtab::array::load_module(&store.conn).map_err(storage)?;
         Ok(store)
     }
 
@@ -182,10 +187,20 @@ impl Store {
     /// [`Error::Storage`] if SQLite cannot allocate it.
     pub fn open_in_memory() -> Result<Store> {
         let conn = Connection::open_in_memory().map_err(storage)?;
-        let mut store = Store { conn, path: None, read_only: false };
+        let mut store = Store::new(conn, None, false)?;
         store.configure()?;
         store.migrate()?;
         Ok(store)
+    }
+
+    /// Settings of every connection, read-only ones included: the busy
+    /// timeout, `rarray()` and the hash functions.
+    fn new(conn: Connection, path: Option<PathBuf>, read_only: bool) -> Result<Store> {
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
+        // rarray(): bind a whole id list as one parameter (BFS frontiers).
+        rusqlite::vtab::array::load_module(&conn).map_err(storage)?;
+        integrity::register_functions(&conn).map_err(storage)?;
+        Ok(Store { conn, path, read_only })
     }
 
     /// The file behind the store (`None` in memory).
@@ -223,28 +238,74 @@ impl Store {
         if found > supported {
             return Err(Error::IncompatibleVersion { path: self.display_path(), found, supported });
         }
+        self.verify_history()?;
         Ok(true)
+    }
+
+    /// Compares every migration recorded in the file with the library's
+    /// migration of the same version, by reading only. refinery validates
+    /// only when a migration is pending; this runs on every open, so a file
+    /// whose schema was changed outside the library is never written.
+    fn verify_history(&self) -> Result<()> {
+        if self.schema_version()? == 0 {
+            return Ok(());
+        }
+        let known: std::collections::HashMap<i64, (String, String)> = embedded::migrations::runner()
+            .get_migrations()
+            .iter()
+            .map(|m| (i64::from(m.version()), (m.name().to_owned(), m.checksum().to_string())))
+            .collect();
+        let mut stmt = self
+            .conn
+            .prepare("SELECT version, name, checksum FROM refinery_schema_history ORDER BY version")
+            .map_err(storage)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))
+            .map_err(storage)?;
+        for row in rows {
+            let (version, name, found) = row.map_err(storage)?;
+            let Some((expected_name, expected)) = known.get(&version) else {
+                return Err(Error::MigrationMismatch {
+                    path: self.display_path(),
+                    version,
+                    name,
+                    found,
+                    expected: "no such migration".into(),
+                });
+            };
+            if *expected_name != name || *expected != found {
+                return Err(Error::MigrationMismatch {
+                    path: self.display_path(),
+                    version,
+                    name,
+                    found,
+                    expected: expected.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Connection settings for a writable store; run outside any transaction.
     fn configure(&self) -> Result<()> {
         // WAL: readers and the writer do not block each other, and a commit is one append.
         let mode: String = self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(storage)?;
-        debug_assert!(self.path.is_none() || mode.eq_ignore_ascii_case("wal"), "journal_mode {mode}");
+        if self.path.is_some() && !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::Storage(
+                format!("{}: SQLite refused write-ahead logging (journal mode {mode})", self.display_path().display())
+                    .into(),
+            ));
+        }
         // Enforce REFERENCES on every connection (SQLite's default is off).
         self.conn.pragma_update(None, "foreign_keys", true).map_err(storage)?;
         // NORMAL is durable in WAL mode except for the last commits on power loss, and much faster than FULL.
         self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(storage)?;
-        // Queue behind other writers rather than fail at once.
-        self.conn.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
         // The schema's triggers make every INSERT keep a statement journal;
         // in memory it costs a copy, in a temp file a write per page.
         self.conn.pragma_update(None, "temp_store", "MEMORY").map_err(storage)?;
         // 32 MiB of page cache (SQLite's default is 2 MiB): bulk imports touch
         // four indexes, and a small cache spills them to the WAL repeatedly.
         self.conn.pragma_update(None, "cache_size", -32_768).map_err(storage)?;
-        // rarray(): bind a whole id list as one parameter (BFS frontiers).
-        rusqlite::vtab::array::load_module(&self.conn).map_err(storage)?;
         Ok(())
     }
 
@@ -300,6 +361,23 @@ impl Store {
         Ok(out)
     }
 
+    /// Runs `f` in one read transaction, so that its statements see one state
+    /// of the file (inside a transaction already open, it just runs `f`).
+    ///
+    /// # Errors
+    /// The error of `f`, or [`Error::Storage`] when the transaction cannot start.
+    pub fn read_snapshot<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        if !self.conn.is_autocommit() {
+            return f(self);
+        }
+        let tx = self.conn.unchecked_transaction().map_err(storage)?;
+        // A deferred transaction takes its snapshot at the first read: take it now.
+        tx.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())).map_err(storage)?;
+        let out = f(self);
+        tx.finish().map_err(storage)?;
+        out
+    }
+
     /// SQLite's `integrity_check` and `foreign_key_check`: one line per problem.
     ///
     /// # Errors
@@ -314,14 +392,15 @@ impl Store {
             }
         }
         let mut stmt = self.conn.prepare("PRAGMA foreign_key_check").map_err(storage)?;
+        // The rowid is NULL for WITHOUT ROWID tables; their rows are named by the dangling-link checks.
         let rows = stmt
             .query_map([], |r| {
-                Ok(format!(
-                    "foreign key: {} row {} -> {}",
-                    r.get::<_, String>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?
-                ))
+                let (table, rowid, parent) =
+                    (r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?, r.get::<_, String>(2)?);
+                Ok(match rowid {
+                    Some(id) => format!("foreign key: {table} row {id} refers to a missing {parent} row"),
+                    None => format!("foreign key: a {table} row refers to a missing {parent} row"),
+                })
             })
             .map_err(storage)?;
         for row in rows {

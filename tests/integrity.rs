@@ -1,0 +1,545 @@
+//! The decision log as an audit trail: tampering is refused or detected,
+//! `check` reports instead of failing, closed pipes are quiet, migrations
+//! are verified, graph imports are atomic, and a million-deep chain renders.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use decision_store::store::{Anchor, AnchorScope, ImportOptions, ProblemKind};
+use decision_store::testing::{PlanBuilder, TempStore};
+use decision_store::{DecisionType, Error, PlanId, Store};
+use rusqlite::Connection;
+use serde_json::Value;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn dstore(args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_dstore")).args(args).stdin(Stdio::null()).output().expect("dstore runs");
+    let run = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(!run.stderr.contains("panicked"), "dstore {args:?} panicked: {}", run.stderr);
+    run
+}
+
+fn ok(args: &[&str]) -> String {
+    let r = dstore(args);
+    assert_eq!(r.code, 0, "dstore {args:?}: {}", r.stderr);
+    r.stdout
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A ULID of the given prefix and number (Crockford base32).
+fn ulid(prefix: &str, mut n: u64) -> String {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    let mut tail = [b'0'; 16];
+    for c in tail.iter_mut().rev() {
+        *c = ALPHABET[(n % 32) as usize];
+        n /= 32;
+    }
+    format!("{prefix}{}", std::str::from_utf8(&tail).unwrap())
+}
+
+const PLAN: &str = "01JD0000000000000000000000";
+
+/// A plan in which every decision is the child of the one before and
+/// corrects it: the tree is `n` levels deep and one correction chain `n` long.
+fn chain_file(path: &Path, n: u64) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for i in 0..n {
+        let id = ulid("01JD000001", i);
+        let line = if i == 0 {
+            format!(
+                r#"{{"decision_id":"{id}","plan_id":"{PLAN}","sequence":0,"decision_type":"prompt_definition","chosen_option":"step 0"}}"#
+            )
+        } else {
+            let prev = ulid("01JD000001", i - 1);
+            format!(
+                r#"{{"decision_id":"{id}","plan_id":"{PLAN}","parent_decision_id":"{prev}","corrects_decision_id":"{prev}","is_correction":true,"sequence":{i},"decision_type":"error_recovery","chosen_option":"step {i}"}}"#
+            )
+        };
+        writeln!(f, "{line}").unwrap();
+    }
+    f.flush().unwrap();
+}
+
+/// Checks that `text` is one balanced JSON document without a recursive
+/// parser (serde_json stops at 128 levels); returns its deepest nesting.
+fn json_depth(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for b in text.bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b'}' | b']' => depth = depth.checked_sub(1).expect("a closing bracket without an opening one"),
+            _ => {}
+        }
+    }
+    assert_eq!(depth, 0, "unbalanced JSON");
+    assert!(!in_string, "an unterminated string");
+    deepest
+}
+
+#[test]
+fn a_million_deep_chain_renders_in_every_command() {
+    const N: u64 = 1_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let (file, db) = (dir.path().join("chain.jsonl"), dir.path().join("chain.db"));
+    chain_file(&file, N);
+    ok(&["import", s(&db), s(&file)]);
+    std::fs::remove_file(&file).unwrap();
+    let (first, middle, last) = (ulid("01JD000001", 0), ulid("01JD000001", N / 2), ulid("01JD000001", N - 1));
+    let db = s(&db);
+    let runs: Vec<(&str, Vec<&str>)> = vec![
+        ("text", vec!["tree", db, PLAN]),
+        ("json", vec!["tree", db, PLAN, "--format", "json"]),
+        ("dot", vec!["tree", db, PLAN, "--format", "dot"]),
+        ("mermaid", vec!["tree", db, PLAN, "--format", "mermaid"]),
+        ("effective", vec!["tree", db, PLAN, "--effective"]),
+        ("effective json", vec!["tree", db, PLAN, "--effective", "--format", "json"]),
+        ("show", vec!["show", db, &middle, "--format", "json"]),
+        ("chain", vec!["chain", db, &first, "--format", "json"]),
+        ("impact", vec!["impact", db, &first, "--format", "json"]),
+        ("check", vec!["check", db]),
+    ];
+    // Two at a time: the machine has two cores.
+    let outputs: Vec<(&str, String)> = std::thread::scope(|scope| {
+        let mut out = Vec::new();
+        for pair in runs.chunks(2) {
+            let handles: Vec<_> = pair.iter().map(|(name, args)| (*name, scope.spawn(move || ok(args)))).collect();
+            out.extend(handles.into_iter().map(|(name, h)| (name, h.join().unwrap())));
+        }
+        out
+    });
+    let get = |name: &str| &outputs.iter().find(|(n, _)| *n == name).unwrap().1;
+
+    let text = get("text");
+    assert_eq!(text.lines().count() as u64, N + 1, "a header and one line a decision");
+    let last_line = text.lines().last().unwrap();
+    assert!(last_line.contains(&format!("#{}", N - 1)) && last_line.starts_with('⋯'), "{last_line}");
+    assert!(text.lines().all(|l| l.chars().count() < 200), "indentation is capped");
+
+    let json = get("json");
+    assert_eq!(
+        json_depth(json) as u64,
+        2 * N + 2,
+        "the document and its roots, then an object and a children array per level"
+    );
+    assert_eq!(json.matches("\"decision_id\"").count() as u64, N);
+
+    let dot = get("dot");
+    assert_eq!(dot.lines().filter(|l| l.contains("[label=")).count() as u64, N);
+    assert_eq!(dot.lines().filter(|l| l.contains("\" -> \"") && !l.contains("style=")).count() as u64, N - 1);
+    let mermaid = get("mermaid");
+    assert_eq!(mermaid.lines().filter(|l| l.contains(" --> ")).count() as u64, N - 1);
+
+    // Only the last correction stands: it moves up to the top level.
+    let effective = get("effective");
+    assert_eq!(effective.lines().count(), 2, "{effective}");
+    assert!(effective.lines().nth(1).unwrap().starts_with("└─ error_recovery #999999"), "{effective}");
+    let effective: Value = serde_json::from_str(get("effective json")).unwrap();
+    assert_eq!(effective["roots"][0]["decision_id"], last.as_str());
+
+    let show: Value = serde_json::from_str(get("show")).unwrap();
+    assert_eq!(show["correction_chain"].as_array().unwrap().len() as u64, N);
+    assert_eq!(show["effective"], last.as_str());
+    let chain: Value = serde_json::from_str(get("chain")).unwrap();
+    assert_eq!(chain["corrections"].as_array().unwrap().len() as u64, N);
+    let impact: Value = serde_json::from_str(get("impact")).unwrap();
+    assert_eq!(impact["descendants"].as_array().unwrap().len() as u64, N - 1);
+    assert!(get("check").starts_with("ok"));
+}
+
+// ------------------------------------------------------------------ tampering
+
+/// A store with two plans, a correction and a supersession; returns its path and one decision id.
+fn sample(dir: &Path) -> (PathBuf, String) {
+    let path = dir.join("audit.db");
+    let mut store = Store::open(&path).unwrap();
+    for plan in 0..2 {
+        let built = PlanBuilder::new()
+            .root("goal")
+            .child("pick", "goal", DecisionType::StrategyChoice)
+            .child("run", "pick", DecisionType::ToolInvocation)
+            .correction("rerun", "run")
+            .child("alt", "goal", DecisionType::StrategyChoice)
+            .supersede("pick", "alt")
+            .build()
+            .unwrap();
+        store.insert_many(built.decisions()).unwrap();
+        if plan == 1 {
+            return (path, built.id("run").to_string());
+        }
+    }
+    unreachable!()
+}
+
+fn raw(path: &Path) -> Connection {
+    Connection::open(path).unwrap()
+}
+
+fn problems_of(path: &Path) -> Vec<(ProblemKind, Option<String>)> {
+    Store::open_read_only(path).unwrap().check().unwrap().into_iter().map(|p| (p.kind, p.decision_id)).collect()
+}
+
+#[test]
+fn a_fresh_store_checks_clean_and_insert_or_replace_is_refused_by_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, id) = sample(dir.path());
+    assert_eq!(problems_of(&path), vec![]);
+    let conn = raw(&path);
+    for sql in [
+        "INSERT OR REPLACE INTO decisions (decision_id, plan_id, sequence, decision_type, chosen_option, rationale, alternatives, context_snapshot, artifacts_produced, downstream_decision_ids, downstream_plan_ids, metadata)
+         SELECT decision_id, plan_id, sequence, decision_type, 'rewritten', rationale, alternatives, context_snapshot, artifacts_produced, downstream_decision_ids, downstream_plan_ids, metadata FROM decisions WHERE decision_id = ?1",
+        "REPLACE INTO decisions (decision_id, plan_id, sequence, decision_type, chosen_option, rationale, alternatives, context_snapshot, artifacts_produced, downstream_decision_ids, downstream_plan_ids, metadata)
+         SELECT '01JD9999999999999999999999', plan_id, sequence, decision_type, 'other', rationale, alternatives, context_snapshot, artifacts_produced, downstream_decision_ids, downstream_plan_ids, metadata FROM decisions WHERE decision_id = ?1",
+        "INSERT OR REPLACE INTO supersessions (decision_id, superseded_by) SELECT decision_id, decision_id FROM supersessions LIMIT 1",
+        "UPDATE decisions SET rationale = 'nothing to see' WHERE decision_id = ?1",
+        "DELETE FROM decisions WHERE decision_id = ?1",
+        "DELETE FROM plans",
+    ] {
+        let n = sql.matches("?1").count();
+        let result = if n > 0 { conn.execute(sql, [&id]) } else { conn.execute(sql, []) };
+        match result {
+            Err(e) => assert!(e.to_string().contains("append-only"), "{sql}: {e}"),
+            Ok(_) => panic!("{sql}: accepted"),
+        }
+    }
+    drop(conn);
+    assert_eq!(problems_of(&path), vec![]);
+    assert_eq!(Store::open_read_only(&path).unwrap().digest().unwrap().store.entries, 12);
+}
+
+#[test]
+fn rows_changed_around_the_triggers_are_named_by_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, id) = sample(dir.path());
+    let conn = raw(&path);
+    conn.execute_batch("DROP TRIGGER decisions_no_replace_id; DROP TRIGGER decisions_no_replace_sequence;").unwrap();
+    // Every column but the text kept, hashes included: only the content hash can tell.
+    let replaced = conn
+        .execute(
+            "INSERT OR REPLACE INTO decisions SELECT decision_id, plan_id, parent_decision_id, sequence, decision_type,
+                 'rewritten by hand', rationale, confidence_score, alternatives, context_snapshot, artifacts_produced,
+                 corrects_decision_id, downstream_decision_ids, downstream_plan_ids, metadata,
+                 depth, content_hash, chain_index, chain_hash, log_index
+             FROM decisions WHERE decision_id = ?1",
+            [&id],
+        )
+        .unwrap();
+    assert_eq!(replaced, 1);
+    drop(conn);
+    assert_eq!(problems_of(&path), vec![(ProblemKind::HashMismatch, Some(id.clone()))]);
+    let r = dstore(&["check", s(&path)]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stdout.contains("hash_mismatch") && r.stdout.contains(&id), "{}", r.stdout);
+
+    // With the update trigger dropped, an UPDATE is named the same way.
+    let (path2, id2) = sample(&dir.path().join("second").tap_create());
+    let conn = raw(&path2);
+    conn.execute_batch("DROP TRIGGER decisions_no_update;").unwrap();
+    conn.execute("UPDATE decisions SET confidence_score = 0.99 WHERE decision_id = ?1", [&id2]).unwrap();
+    drop(conn);
+    assert_eq!(problems_of(&path2), vec![(ProblemKind::HashMismatch, Some(id2.clone()))]);
+
+    // A new content hash without a new chain hash breaks the chain at that row.
+    let conn = raw(&path2);
+    conn.execute(
+        "UPDATE decisions SET content_hash = (SELECT content_hash FROM decisions d2 WHERE d2.decision_id <> decisions.decision_id LIMIT 1) WHERE decision_id = ?1",
+        [&id2],
+    )
+    .unwrap();
+    drop(conn);
+    let kinds = problems_of(&path2);
+    assert!(kinds.contains(&(ProblemKind::ChainBroken, Some(id2.clone()))), "{kinds:?}");
+
+    // A deleted decision leaves a gap, and the recorded head no longer matches.
+    let (path3, _) = sample(&dir.path().join("third").tap_create());
+    let conn = raw(&path3);
+    conn.execute_batch("DROP TRIGGER decisions_no_delete; PRAGMA foreign_keys = OFF;").unwrap();
+    let last: String = conn
+        .query_row("SELECT decision_id FROM decisions ORDER BY log_index DESC LIMIT 1 OFFSET 3", [], |r| r.get(0))
+        .unwrap();
+    conn.execute("DELETE FROM decisions WHERE decision_id = ?1", [&last]).unwrap();
+    drop(conn);
+    let kinds = problems_of(&path3);
+    assert!(kinds.iter().any(|(k, _)| *k == ProblemKind::ChainBroken), "{kinds:?}");
+    assert_eq!(dstore(&["check", s(&path3)]).code, 1);
+}
+
+trait TapCreate {
+    fn tap_create(self) -> Self;
+}
+
+impl TapCreate for PathBuf {
+    fn tap_create(self) -> Self {
+        std::fs::create_dir_all(&self).unwrap();
+        self
+    }
+}
+
+#[test]
+fn an_anchored_digest_detects_a_full_rewrite_and_survives_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = sample(dir.path());
+    let printed = ok(&["digest", s(&path)]);
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(lines.len(), 3, "two plans and the store: {printed}");
+    let store_anchor = lines[2].to_owned();
+    assert!(store_anchor.starts_with("store:12:"), "{store_anchor}");
+    let plan_anchor = lines[0].to_owned();
+    let plan_id = plan_anchor.split(':').next().unwrap().to_owned();
+    assert_eq!(ok(&["digest", s(&path), "--plan", &plan_id]).trim(), plan_anchor);
+
+    // Appends keep every earlier anchor valid.
+    let mut store = Store::open(&path).unwrap();
+    let extra = decision_store::Decision::builder(PlanId::parse(&plan_id).unwrap(), DecisionType::UserIntervention, 99)
+        .chosen_option("later")
+        .build()
+        .unwrap();
+    store.insert(&extra).unwrap();
+    drop(store);
+    let r = dstore(&["check", s(&path), "--expect", &store_anchor, "--expect", &plan_anchor]);
+    assert_eq!(r.code, 0, "{} {}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("2 anchored digest(s) verified"), "{}", r.stdout);
+    assert_ne!(ok(&["digest", s(&path)]).lines().last().unwrap(), store_anchor);
+
+    // A full rewrite: export, change one rationale, import into a new file.
+    // Every hash is recomputed, so check alone finds nothing; the anchors do.
+    let exported = ok(&["export", s(&path)]);
+    let first_rationale = exported.lines().next().unwrap().to_owned();
+    let v: Value = serde_json::from_str(&first_rationale).unwrap();
+    let edited = exported.replacen(
+        &first_rationale,
+        &first_rationale.replace(v["chosen_option"].as_str().unwrap(), "something else entirely"),
+        1,
+    );
+    assert_ne!(edited, exported);
+    let (file, forged) = (dir.path().join("edited.jsonl"), dir.path().join("forged.db"));
+    std::fs::write(&file, edited).unwrap();
+    ok(&["import", s(&forged), s(&file)]);
+    assert!(ok(&["check", s(&forged)]).starts_with("ok"));
+    for anchor in [&store_anchor, &plan_anchor] {
+        let r = dstore(&["check", s(&forged), "--expect", anchor]);
+        assert_eq!(r.code, 1, "{anchor}: {}", r.stdout);
+        assert!(r.stdout.contains("anchor_mismatch"), "{}", r.stdout);
+    }
+    // An anchor past the end, and a malformed one.
+    let anchor: Anchor = store_anchor.parse().unwrap();
+    let beyond = Anchor { entries: 1000, ..anchor.clone() };
+    assert_eq!(anchor.scope, AnchorScope::Store);
+    assert_eq!(dstore(&["check", s(&path), "--expect", &beyond.to_string()]).code, 1);
+    let r = dstore(&["check", s(&path), "--expect", "store:12:xyz"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--expect") && r.stderr.contains("64 hex digits"), "{}", r.stderr);
+}
+
+#[test]
+fn check_reports_dangling_rows_of_every_table_and_never_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, id) = sample(dir.path());
+    let mut store = Store::open(&path).unwrap();
+    let node = |uri: &str| decision_store::uko::UkoNode {
+        uri: uri.into(),
+        domain: "d:".into(),
+        kind: "k".into(),
+        label: uri.into(),
+        views: vec![],
+    };
+    store.upsert_nodes(&[node("a"), node("b")]).unwrap();
+    drop(store);
+    // A stock sqlite3 shell enforces no foreign keys (rusqlite's build does).
+    let conn = raw(&path);
+    conn.execute_batch("PRAGMA foreign_keys = OFF;").unwrap();
+    conn.execute(
+        "INSERT INTO supersessions (decision_id, superseded_by) VALUES (?1, '01JD9999999999999999999999')",
+        [&id],
+    )
+    .unwrap();
+    conn.execute_batch(
+        "INSERT INTO uko_edges (source_id, target_id, relation, weight) VALUES (1, 4242, 'calls', NULL);
+         INSERT INTO uko_node_views (node_id, depth, content) VALUES (4343, 0, 'ghost');",
+    )
+    .unwrap();
+    drop(conn);
+    let r = dstore(&["check", s(&path), "--format", "json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let report: Value = serde_json::from_str(&r.stdout).unwrap();
+    let problems = report["problems"].as_array().unwrap();
+    let has = |kind: &str, text: &str| {
+        problems.iter().any(|p| p["kind"] == kind && p["message"].as_str().unwrap().contains(text))
+    };
+    assert!(has("dangling_supersession", "01JD9999999999999999999999"), "{problems:#?}");
+    assert!(has("unhashed", &id), "{problems:#?}");
+    assert!(has("foreign_key", "edge 1 -calls-> 4242"), "{problems:#?}");
+    assert!(has("foreign_key", "node 4343"), "{problems:#?}");
+    assert!(has("foreign_key", "a supersessions row refers to a missing decisions row"), "{problems:#?}");
+}
+
+// ------------------------------------------------------------------ pipes
+
+/// A store big enough that its outputs overflow a pipe's buffer.
+fn big_store(dir: &Path) -> PathBuf {
+    let (file, db) = (dir.join("big.jsonl"), dir.join("big.db"));
+    chain_file(&file, 3_000);
+    ok(&["import", s(&db), s(&file)]);
+    db
+}
+
+/// Runs dstore, reads one line of its output and closes the pipe, as `| head -1` does.
+fn first_line_then_close(args: &[&str]) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dstore"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code().unwrap_or(-1), line, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_closed_pipe_ends_every_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = big_store(dir.path());
+    let db = s(&db);
+    let first = ulid("01JD000001", 0);
+    for args in [
+        vec!["export", db],
+        vec!["tree", db, PLAN],
+        vec!["tree", db, PLAN, "--format", "json"],
+        vec!["tree", db, PLAN, "--format", "dot"],
+        vec!["tree", db, PLAN, "--format", "mermaid"],
+        vec!["chain", db, &first, "--format", "json"],
+        vec!["impact", db, &first],
+        vec!["show", db, &first],
+    ] {
+        let (code, line, stderr) = first_line_then_close(&args);
+        assert!(!line.is_empty(), "{args:?} printed nothing");
+        assert_eq!((code, stderr.as_str()), (0, ""), "{args:?}");
+    }
+}
+
+// ------------------------------------------------------------------ migrations
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+#[test]
+fn a_changed_migration_checksum_is_refused_before_any_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = sample(dir.path());
+    raw(&path).execute("UPDATE refinery_schema_history SET checksum = '12345' WHERE version = 1", []).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    for result in [Store::open(&path), Store::open_read_only(&path)] {
+        match result {
+            Err(e @ Error::MigrationMismatch { version: 1, .. }) => {
+                assert!(e.to_string().contains("V1__initial"), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let r = dstore(&["import", s(&path), "-"]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("V1__initial") && r.stderr.contains("refusing"), "{}", r.stderr);
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the file was touched");
+    let wal = path.with_extension("db-wal");
+    assert!(!wal.exists() || std::fs::metadata(&wal).unwrap().len() == 0, "a WAL was written");
+}
+
+#[test]
+fn a_version_1_store_needs_an_upgrade_to_be_read_and_upgrades_with_hashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("v1.db");
+    std::fs::copy(fixture("v1-demo.db"), &copy).unwrap();
+    let before = std::fs::read(&copy).unwrap();
+    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 2, .. })));
+    let r = dstore(&["info", s(&copy)]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("older") && r.stderr.contains("dstore init"), "{}", r.stderr);
+    assert_eq!(std::fs::read(&copy).unwrap(), before);
+
+    // Upgrading computes every hash; the kept counts equal a fresh import's.
+    ok(&["init", s(&copy)]);
+    assert!(ok(&["check", s(&copy)]).starts_with("ok"));
+    let fresh = dir.path().join("fresh.db");
+    ok(&["import", s(&fresh), s(&fixture("v1-demo.decisions.jsonl"))]);
+    let (upgraded, fresh) = (Store::open_read_only(&copy).unwrap(), Store::open_read_only(&fresh).unwrap());
+    assert_eq!(upgraded.plans().unwrap(), fresh.plans().unwrap());
+    assert_eq!(upgraded.decision_counts().unwrap(), fresh.decision_counts().unwrap());
+    let digest = upgraded.digest().unwrap();
+    assert_eq!(digest.store.entries, 17 + fresh.decision_counts().unwrap().supersessions);
+    // The upgraded file keeps growing as a chain.
+    drop(upgraded);
+    let mut store = Store::open(&copy).unwrap();
+    let plan = PlanBuilder::new().root("after the upgrade").build().unwrap();
+    store.insert_many(plan.decisions()).unwrap();
+    assert_eq!(store.check().unwrap(), vec![]);
+    let anchor = digest.store.to_string();
+    drop(store);
+    assert_eq!(dstore(&["check", s(&copy), "--expect", &anchor]).code, 0);
+}
+
+// ------------------------------------------------------------------ graph imports
+
+#[test]
+fn a_bad_edge_line_leaves_no_node_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, nodes, edges) = (dir.path().join("g.db"), dir.path().join("n.jsonl"), dir.path().join("e.jsonl"));
+    std::fs::write(
+        &nodes,
+        "{\"uri\":\"a\",\"domain\":\"d:\",\"kind\":\"k\",\"label\":\"a\",\"views\":[]}\n{\"uri\":\"b\",\"domain\":\"d:\",\"kind\":\"k\",\"label\":\"b\",\"views\":[]}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &edges,
+        "{\"source\":\"a\",\"target\":\"b\",\"relation\":\"calls\",\"weight\":null}\n{\"source\":\"a\",\"target\":\"zzz\",\"relation\":\"calls\",\"weight\":null}\n",
+    )
+    .unwrap();
+    let r = dstore(&["import-graph", s(&db), s(&nodes), s(&edges)]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("edges line 2") && r.stderr.contains("zzz"), "{}", r.stderr);
+    let store = Store::open_read_only(&db).unwrap();
+    assert_eq!((store.graph_counts().unwrap().nodes, store.graph_counts().unwrap().edges), (0, 0));
+
+    // With --batch, earlier batches stay, as documented.
+    let r = dstore(&["import-graph", s(&db), s(&nodes), s(&edges), "--batch", "1"]);
+    assert_eq!(r.code, 2);
+    assert_eq!(Store::open_read_only(&db).unwrap().graph_counts().unwrap().nodes, 2);
+
+    let mut temp = TempStore::new().unwrap();
+    let result = temp.store().unwrap().import_graph(
+        std::fs::read(&nodes).unwrap().as_slice(),
+        std::fs::read(&edges).unwrap().as_slice(),
+        ImportOptions::default(),
+        |_| {},
+    );
+    assert!(matches!(result, Err(Error::Input { name: "edges", .. })), "{result:?}");
+    assert_eq!(temp.reopen().unwrap().graph_counts().unwrap().nodes, 0);
+}
