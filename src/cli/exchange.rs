@@ -68,9 +68,12 @@ pub fn import_graph(db: &Path, nodes: &Path, edges: &Path, batch: Option<u64>) -
     clear_progress();
     let (nr, er) = result
         .map_err(|e| Failure::from(e).with_prefix(Path::new(&format!("{} / {}", nodes.display(), edges.display()))))?;
+    let batches = nr.batches + er.batches;
     eprintln!(
-        "dstore: imported {} nodes and {} edges ({} and {} batches committed)",
-        nr.imported, er.imported, nr.batches, er.batches
+        "dstore: imported {} nodes and {} edges, {batches} batch{} committed",
+        nr.imported,
+        er.imported,
+        if batches == 1 { "" } else { "es" }
     );
     Ok(0)
 }

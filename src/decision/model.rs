@@ -420,7 +420,8 @@ impl TryFrom<DecisionBuilder> for Decision {
             decision_type: b.decision_type,
             chosen_option: b.chosen_option,
             rationale: b.rationale,
-            confidence_score: b.confidence_score,
+            // -0.0 is 0.0: SQLite stores both as 0, and the content hash must not see a difference.
+            confidence_score: b.confidence_score.map(|c| if c == 0.0 { 0.0 } else { c }),
             alternatives: b.alternatives,
             context_snapshot: b.context_snapshot,
             artifacts_produced: b.artifacts_produced,

@@ -157,6 +157,9 @@ struct EntryRow {
     actual: String,
 }
 
+/// A plan's decisions, corrections, superseded decisions, max depth, first and last decision id.
+type PlanCounts = (i64, i64, i64, i64, Option<String>, Option<String>);
+
 /// The walk of one plan's chain.
 struct PlanWalk {
     plan: String,
@@ -258,6 +261,8 @@ impl Store {
         }
         let mut walks: Vec<PlanWalk> = Vec::new();
         let mut log_indexes: Vec<i64> = Vec::new();
+        // Plan anchors whose entry was found (and compared).
+        let mut compared: std::collections::HashSet<(String, u64)> = std::collections::HashSet::new();
         let mut stmt = self.conn.prepare(&entries_sql()).map_err(storage)?;
         let mut rows = stmt.query([]).map_err(storage)?;
         while let Some(r) = rows.next().map_err(storage)? {
@@ -328,6 +333,9 @@ impl Store {
                 }
             }
             for anchor in plan_anchors.get(plan.as_str()).into_iter().flatten() {
+                if index == anchor.entries as i64 {
+                    compared.insert((plan.clone(), anchor.entries));
+                }
                 if index == anchor.entries as i64 && walk.head != anchor.hash {
                     problems.push(Problem::new(
                         ProblemKind::AnchorMismatch,
@@ -407,25 +415,48 @@ impl Store {
 
     /// The kept per-plan rows must match the walked chains and the rows.
     fn check_summaries(&self, walks: &[PlanWalk], problems: &mut Vec<Problem>) -> Result<()> {
+        // The counts as the rows give them, one pass per table.
+        let mut actual: HashMap<String, PlanCounts> = HashMap::new();
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT p.plan_id, p.entries, p.head_hash,
-                        p.decisions = (SELECT count(*) FROM decisions d WHERE d.plan_id = p.plan_id)
-                        AND p.corrections = (SELECT count(corrects_decision_id) FROM decisions d WHERE d.plan_id = p.plan_id)
-                        AND p.superseded = (SELECT count(*) FROM supersessions s WHERE s.plan_id = p.plan_id)
-                        AND p.max_depth IS (SELECT max(depth) FROM decisions d WHERE d.plan_id = p.plan_id)
-                        AND p.first_decision_id IS (SELECT min(decision_id) FROM decisions d WHERE d.plan_id = p.plan_id)
-                        AND p.last_decision_id IS (SELECT max(decision_id) FROM decisions d WHERE d.plan_id = p.plan_id)
-                 FROM plans p",
+                "SELECT plan_id, count(*), count(corrects_decision_id), coalesce(max(depth), 0),
+                        min(decision_id), max(decision_id) FROM decisions GROUP BY plan_id",
+            )
+            .map_err(storage)?;
+        for row in stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?, 0, r.get(3)?, r.get(4)?, r.get(5)?))))
+            .map_err(storage)?
+        {
+            let (plan, v) = row.map_err(storage)?;
+            actual.insert(plan, v);
+        }
+        let mut stmt =
+            self.conn.prepare("SELECT plan_id, count(*) FROM supersessions GROUP BY plan_id").map_err(storage)?;
+        for row in stmt.query_map([], |r| Ok((r.get::<_, Option<String>>(0)?, r.get::<_, i64>(1)?))).map_err(storage)? {
+            let (plan, n) = row.map_err(storage)?;
+            if let Some(v) = plan.and_then(|p| actual.get_mut(&p)) {
+                v.2 = n;
+            }
+        }
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT plan_id, entries, head_hash, decisions, corrections, superseded, max_depth,
+                        first_decision_id, last_decision_id FROM plans",
             )
             .map_err(storage)?;
         let mut kept: HashMap<String, (i64, String, bool)> = HashMap::new();
-        for row in
-            stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?)))).map_err(storage)?
+        for row in stmt
+            .query_map([], |r| {
+                let counts = (r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?);
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, counts))
+            })
+            .map_err(storage)?
         {
-            let (plan, v) = row.map_err(storage)?;
-            kept.insert(plan, v);
+            let (plan, entries, head, counts) = row.map_err(storage)?;
+            let counts_ok = actual.get(&plan) == Some(&counts);
+            kept.insert(plan, (entries, head, counts_ok));
         }
         for w in walks {
             match kept.remove(&w.plan) {

@@ -12,7 +12,7 @@ use std::io::{BufRead, Read, Write};
 use rusqlite::Transaction;
 use serde::Serialize;
 
-use super::decisions::{get_in, insert_row, link_supersession};
+use super::decisions::{get_in, insert_row, link_supersession, Ledger};
 use super::graph::{upsert_edges_in, upsert_nodes_in};
 use super::{storage, Store};
 use crate::decision::{Decision, DecisionId, PlanId};
@@ -121,6 +121,8 @@ struct Pending {
     waiting: HashMap<DecisionId, Vec<(u64, Decision)>>,
     /// Missing superseding id -> (line, superseded id).
     links: HashMap<DecisionId, Vec<(u64, DecisionId)>>,
+    /// Chain heads and counts of the open transaction.
+    ledger: Ledger,
 }
 
 impl Pending {
@@ -153,12 +155,85 @@ impl Pending {
     }
 }
 
+/// What an import does with its records, around the loop of `import_lines`.
+trait ImportState {
+    /// Stores the record on line `line` of input `source`.
+    fn record(
+        &mut self,
+        tx: &Transaction<'_>,
+        source: usize,
+        line: u64,
+        text: &str,
+        report: &mut ImportReport,
+    ) -> Result<()>;
+    /// Runs before every commit.
+    fn before_commit(&mut self, _tx: &Transaction<'_>) -> Result<()> {
+        Ok(())
+    }
+    /// Runs after the last line, before the last commit.
+    fn finish(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl ImportState for Pending {
+    fn record(
+        &mut self,
+        tx: &Transaction<'_>,
+        _: usize,
+        line: u64,
+        text: &str,
+        report: &mut ImportReport,
+    ) -> Result<()> {
+        place(tx, line, Decision::from_json(text).map_err(at(line))?, self, report)
+    }
+
+    fn before_commit(&mut self, tx: &Transaction<'_>) -> Result<()> {
+        self.ledger.flush(tx)
+    }
+
+    fn finish(&self) -> Result<()> {
+        if self.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::validation("references", self.describe()))
+        }
+    }
+}
+
+/// Graph import: source 0 holds nodes, source 1 edges.
+struct GraphImport;
+
+impl ImportState for GraphImport {
+    fn record(
+        &mut self,
+        tx: &Transaction<'_>,
+        source: usize,
+        line: u64,
+        text: &str,
+        report: &mut ImportReport,
+    ) -> Result<()> {
+        let written = if source == 0 {
+            serde_json::from_str::<UkoNode>(text)
+                .map_err(Error::from)
+                .and_then(|n| upsert_nodes_in(tx, std::slice::from_ref(&n)))
+        } else {
+            serde_json::from_str::<UkoEdge>(text)
+                .map_err(Error::from)
+                .and_then(|e| upsert_edges_in(tx, std::slice::from_ref(&e)))
+        };
+        written.map_err(at(line))?;
+        report.imported += 1;
+        Ok(())
+    }
+}
+
 /// Stores one record and everything that was waiting for it.
 fn place(tx: &Transaction<'_>, line: u64, d: Decision, pending: &mut Pending, report: &mut ImportReport) -> Result<()> {
     let mut queue = vec![(line, d)];
     while let Some((line, d)) = queue.pop() {
         let id = d.decision_id();
-        match insert_row(tx, &d) {
+        match insert_row(tx, &mut pending.ledger, &d) {
             Ok(()) => report.imported += 1,
             Err(Error::MissingReference {
                 field: "parent_decision_id" | "corrects_decision_id", id: missing, ..
@@ -202,7 +277,7 @@ fn link(
     pending: &mut Pending,
     report: &mut ImportReport,
 ) -> Result<()> {
-    match link_supersession(tx, old, new) {
+    match link_supersession(tx, &mut pending.ledger, old, new) {
         Ok(true) => report.supersessions += 1,
         Ok(false) => {}
         Err(Error::MissingReference { field: "superseded_by", .. }) => {
@@ -250,24 +325,9 @@ impl Store {
         options: ImportOptions,
         mut progress: impl FnMut(&ImportReport),
     ) -> Result<ImportReport> {
-        let mut pending = Pending::default();
         let mut reader = reader;
-        let [report] = self.import_lines(
-            [("decisions", &mut reader)],
-            options,
-            &mut progress,
-            &mut pending,
-            |tx, _, line, text, pending, report| {
-                place(tx, line, Decision::from_json(text).map_err(at(line))?, pending, report)
-            },
-            |pending| {
-                if pending.is_empty() {
-                    Ok(())
-                } else {
-                    Err(Error::validation("references", pending.describe()))
-                }
-            },
-        )?;
+        let [report] =
+            self.import_lines([("decisions", &mut reader)], options, &mut progress, &mut Pending::default())?;
         Ok(report)
     }
 
@@ -300,23 +360,8 @@ impl Store {
         options: ImportOptions,
         mut progress: impl FnMut(&ImportReport),
     ) -> Result<(ImportReport, ImportReport)> {
-        let record =
-            |tx: &Transaction<'_>, source: usize, line: u64, text: &str, _: &mut (), report: &mut ImportReport| {
-                let written = if source == 0 {
-                    serde_json::from_str::<UkoNode>(text)
-                        .map_err(Error::from)
-                        .and_then(|n| upsert_nodes_in(tx, std::slice::from_ref(&n)))
-                } else {
-                    serde_json::from_str::<UkoEdge>(text)
-                        .map_err(Error::from)
-                        .and_then(|e| upsert_edges_in(tx, std::slice::from_ref(&e)))
-                };
-                written.map_err(at(line))?;
-                report.imported += 1;
-                Ok(())
-            };
         let sources: [(&'static str, &mut dyn BufRead); 2] = [("nodes", &mut nodes), ("edges", &mut edges)];
-        let reports = self.import_lines(sources, options, &mut progress, &mut (), record, |_| Ok(()))?;
+        let reports = self.import_lines(sources, options, &mut progress, &mut GraphImport)?;
         Ok((reports[0], reports[1]))
     }
 
@@ -325,35 +370,38 @@ impl Store {
     /// sources), progress every 10,000 lines. When `finish` fails at the end,
     /// batch mode keeps the batches committed and commits what the last one
     /// holds; otherwise nothing is written.
-    #[allow(clippy::type_complexity)]
-    fn import_lines<S, const N: usize>(
+    fn import_lines<const N: usize>(
         &mut self,
         sources: [(&'static str, &mut dyn BufRead); N],
         options: ImportOptions,
         progress: &mut impl FnMut(&ImportReport),
-        state: &mut S,
-        mut record: impl FnMut(&Transaction<'_>, usize, u64, &str, &mut S, &mut ImportReport) -> Result<()>,
-        finish: impl FnOnce(&S) -> Result<()>,
+        state: &mut impl ImportState,
     ) -> Result<[ImportReport; N]> {
         let mut reports = [ImportReport::default(); N];
         let batch = options.batch.unwrap_or(usize::MAX).max(1) as u64;
         let mut tx = self.begin()?;
         let mut in_batch = 0u64;
+        // The source whose record opened the current batch is credited with its commit.
+        let mut owner = 0;
         let (mut lines_before, mut bytes_before) = (0, 0);
         for (source, (name, reader)) in sources.into_iter().enumerate() {
             let mut lines = Lines::new(reader);
-            let report = &mut reports[source];
             let name_it = |e: Error| if N > 1 { Error::Input { name, source: Box::new(e) } } else { e };
             while let Some((line, text)) = lines.next_line().map_err(name_it)? {
-                report.lines += 1;
-                record(&tx, source, line, text, state, report).map_err(name_it)?;
+                if in_batch == 0 {
+                    owner = source;
+                }
+                reports[source].lines += 1;
+                state.record(&tx, source, line, text, &mut reports[source]).map_err(name_it)?;
                 in_batch += 1;
                 if in_batch == batch {
+                    state.before_commit(&tx)?;
                     tx.commit().map_err(storage)?;
-                    report.batches += 1;
+                    reports[owner].batches += 1;
                     in_batch = 0;
                     tx = self.begin()?;
                 }
+                let report = &mut reports[source];
                 if report.lines % 10_000 == 0 {
                     report.bytes = lines.bytes;
                     progress(&ImportReport {
@@ -363,22 +411,24 @@ impl Store {
                     });
                 }
             }
+            let report = &mut reports[source];
             report.bytes = lines.bytes;
             lines_before += report.lines;
             bytes_before += report.bytes;
         }
-        let last = N - 1;
-        if let Err(e) = finish(state) {
+        if let Err(e) = state.finish() {
             if options.batch.is_some() && in_batch > 0 {
+                state.before_commit(&tx)?;
                 tx.commit().map_err(storage)?;
             }
             return Err(e);
         }
+        state.before_commit(&tx)?;
         tx.commit().map_err(storage)?;
         if in_batch > 0 || reports.iter().all(|r| r.batches == 0) {
-            reports[last].batches += 1;
+            reports[owner].batches += 1;
         }
-        progress(&ImportReport { lines: lines_before, bytes: bytes_before, ..reports[last] });
+        progress(&ImportReport { lines: lines_before, bytes: bytes_before, ..reports[owner] });
         Ok(reports)
     }
 

@@ -107,7 +107,7 @@ impl Store {
     /// # Errors
     /// [`Error::Validation`] for a bad node; nothing is written on error.
     pub fn upsert_nodes(&mut self, nodes: &[UkoNode]) -> Result<()> {
-        self.write(|tx| upsert_nodes_in(tx, nodes))
+        self.write(|tx, _| upsert_nodes_in(tx, nodes))
     }
 
     /// Adds edges, or updates the weight of existing ones, in one transaction.
@@ -115,7 +115,7 @@ impl Store {
     /// # Errors
     /// [`Error::UnknownNode`] naming an end that is not stored; nothing is written on error.
     pub fn upsert_edges(&mut self, edges: &[UkoEdge]) -> Result<()> {
-        self.write(|tx| upsert_edges_in(tx, edges))
+        self.write(|tx, _| upsert_edges_in(tx, edges))
     }
 
     /// The neighbours of `uri` in `direction`, restricted to `relations` when given.

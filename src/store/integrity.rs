@@ -16,8 +16,6 @@
 //! fixed byte strings, so another backend or a script in any language
 //! computes the same hashes from the same values (see `docs/integrity.md`).
 
-use std::fmt::Write as _;
-
 use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
@@ -152,16 +150,18 @@ pub fn store_digest<'a>(heads: impl IntoIterator<Item = (&'a str, u64, &'a Hash)
 
 /// Lower-case hex, as stored in the file.
 pub fn to_hex(hash: &Hash) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(64);
     for b in hash {
-        let _ = write!(s, "{b:02x}");
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 15)] as char);
     }
     s
 }
 
 /// Parses 64 hex digits.
 pub fn from_hex(text: &str) -> Option<Hash> {
-    if text.len() != 64 || !text.is_ascii() {
+    if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     let mut out = [0u8; 32];
@@ -207,6 +207,9 @@ impl std::str::FromStr for Anchor {
             return Err(bad("not three parts separated by ':'"));
         };
         let entries: u64 = n.parse().map_err(|_| bad("the entry count is not a number"))?;
+        if entries == 0 {
+            return Err(bad("an anchor covers at least one entry"));
+        }
         let hash = from_hex(hex).ok_or_else(|| bad("the hash is not 64 hex digits"))?;
         let scope = if scope == "store" {
             AnchorScope::Store
@@ -257,6 +260,7 @@ mod tests {
         let h = link(&GENESIS, &[7; 32]);
         assert_eq!(from_hex(&to_hex(&h)), Some(h));
         assert_eq!(from_hex("zz"), None);
+        assert_eq!(from_hex(&format!("+{}", &to_hex(&h)[1..])), None);
         assert_eq!(from_hex(&"é".repeat(32)), None);
     }
 
@@ -287,7 +291,7 @@ mod tests {
         assert_eq!(a.to_string().parse::<Anchor>().unwrap(), a);
         let p = Anchor { scope: AnchorScope::Plan("01JD0000000000000000000000".into()), entries: 3, hash: [1; 32] };
         assert_eq!(p.to_string().parse::<Anchor>().unwrap(), p);
-        for bad in ["", "store:1", "store:x:00", "nope:1:".to_owned().as_str(), "store:1:abc"] {
+        for bad in ["", "store:1", "store:x:00", "nope:1:", "store:1:abc", &format!("store:0:{}", "0".repeat(64))] {
             let e = bad.parse::<Anchor>().unwrap_err().to_string();
             assert!(e.contains("digest"), "{bad}: {e}");
         }
