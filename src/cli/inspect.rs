@@ -440,6 +440,9 @@ pub fn tree(db: &Path, plan: &str, effective_only: bool, format: TreeFormat) -> 
         }
     }
     out.flush()?;
+    // The process ends here: freeing a large tree piece by piece would only cost time.
+    std::mem::forget(view);
+    std::mem::forget(tree);
     Ok(0)
 }
 

@@ -79,11 +79,55 @@ fn json<T: Serialize + ?Sized>(v: &T) -> String {
     serde_json::to_string(v).expect("in-memory values always serialize")
 }
 
-/// Reads a JSON text column, naming the column when it is not valid.
-fn column_json<T: serde::de::DeserializeOwned>(row: &Row<'_>, name: &str) -> rusqlite::Result<T> {
-    let text: String = row.get(name)?;
-    serde_json::from_str(&text).map_err(|e| {
-        let idx = row.as_ref().column_index(name).unwrap_or(0);
+/// Where each column of a decision row is in a statement's result, found by
+/// name once per statement (so the query's column order is free).
+struct Cols {
+    decision_id: usize,
+    plan_id: usize,
+    parent: usize,
+    sequence: usize,
+    decision_type: usize,
+    chosen_option: usize,
+    rationale: usize,
+    confidence: usize,
+    alternatives: usize,
+    context_snapshot: usize,
+    artifacts: usize,
+    corrects: usize,
+    superseded_by: usize,
+    downstream_decisions: usize,
+    downstream_plans: usize,
+    metadata: usize,
+}
+
+impl Cols {
+    fn of(stmt: &rusqlite::Statement<'_>) -> rusqlite::Result<Cols> {
+        let at = |name: &str| stmt.column_index(name);
+        Ok(Cols {
+            decision_id: at("decision_id")?,
+            plan_id: at("plan_id")?,
+            parent: at("parent_decision_id")?,
+            sequence: at("sequence")?,
+            decision_type: at("decision_type")?,
+            chosen_option: at("chosen_option")?,
+            rationale: at("rationale")?,
+            confidence: at("confidence_score")?,
+            alternatives: at("alternatives")?,
+            context_snapshot: at("context_snapshot")?,
+            artifacts: at("artifacts_produced")?,
+            corrects: at("corrects_decision_id")?,
+            superseded_by: at("superseded_by")?,
+            downstream_decisions: at("downstream_decision_ids")?,
+            downstream_plans: at("downstream_plan_ids")?,
+            metadata: at("metadata")?,
+        })
+    }
+}
+
+/// Reads a JSON text column without copying it, naming the column when it is not valid.
+fn column_json<T: serde::de::DeserializeOwned>(row: &Row<'_>, idx: usize, name: &str) -> rusqlite::Result<T> {
+    let text = row.get_ref(idx)?.as_str()?;
+    serde_json::from_str(text).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(
             idx,
             rusqlite::types::Type::Text,
@@ -93,43 +137,40 @@ fn column_json<T: serde::de::DeserializeOwned>(row: &Row<'_>, name: &str) -> rus
 }
 
 /// Rebuilds a decision from a row of `SELECT`, validating it like any input.
-/// Columns are read by name, so the query's column order is free.
-fn from_row(row: &Row<'_>) -> rusqlite::Result<Result<Decision>> {
-    let decision_type: String = row.get("decision_type")?;
-    let decision_type = match decision_type.parse::<DecisionType>() {
+fn from_row(row: &Row<'_>, c: &Cols) -> rusqlite::Result<Result<Decision>> {
+    let decision_type = match row.get_ref(c.decision_type)?.as_str()?.parse::<DecisionType>() {
         Ok(t) => t,
         Err(e) => return Ok(Err(e)),
     };
-    let plan_id: String = row.get("plan_id")?;
-    let corrects: Option<String> = row.get("corrects_decision_id")?;
-    let mut b: DecisionBuilder = Decision::builder(PlanId::generate(), decision_type, row.get("sequence")?)
-        .plan_id(plan_id)
-        .decision_id(row.get::<_, String>("decision_id")?)
-        .chosen_option(row.get::<_, String>("chosen_option")?)
-        .rationale(row.get::<_, String>("rationale")?)
-        .confidence_score(row.get::<_, Option<f64>>("confidence_score")?)
-        .context_snapshot(column_json(row, "context_snapshot")?)
+    let corrects: Option<String> = row.get(c.corrects)?;
+    let mut b: DecisionBuilder = Decision::builder(PlanId::generate(), decision_type, row.get(c.sequence)?)
+        .plan_id(row.get_ref(c.plan_id)?.as_str()?)
+        .decision_id(row.get_ref(c.decision_id)?.as_str()?)
+        .chosen_option(row.get::<_, String>(c.chosen_option)?)
+        .rationale(row.get::<_, String>(c.rationale)?)
+        .confidence_score(row.get::<_, Option<f64>>(c.confidence)?)
+        .context_snapshot(column_json(row, c.context_snapshot, "context_snapshot")?)
         .is_correction(corrects.is_some())
         .corrects_decision_id(corrects);
-    if let Some(p) = row.get::<_, Option<String>>("parent_decision_id")? {
+    if let Some(p) = row.get_ref(c.parent)?.as_str_or_null()? {
         b = b.parent(p);
     }
-    if let Some(s) = row.get::<_, Option<String>>("superseded_by")? {
+    if let Some(s) = row.get_ref(c.superseded_by)?.as_str_or_null()? {
         b = b.superseded_by(s);
     }
-    for a in column_json::<Vec<_>>(row, "alternatives")? {
+    for a in column_json::<Vec<_>>(row, c.alternatives, "alternatives")? {
         b = b.alternative(a);
     }
-    for a in column_json::<Vec<_>>(row, "artifacts_produced")? {
+    for a in column_json::<Vec<_>>(row, c.artifacts, "artifacts_produced")? {
         b = b.artifact(a);
     }
-    for id in column_json::<Vec<String>>(row, "downstream_decision_ids")? {
+    for id in column_json::<Vec<String>>(row, c.downstream_decisions, "downstream_decision_ids")? {
         b = b.downstream_decision(id);
     }
-    for id in column_json::<Vec<String>>(row, "downstream_plan_ids")? {
+    for id in column_json::<Vec<String>>(row, c.downstream_plans, "downstream_plan_ids")? {
         b = b.downstream_plan(id);
     }
-    for (k, v) in column_json::<serde_json::Map<_, _>>(row, "metadata")? {
+    for (k, v) in column_json::<serde_json::Map<_, _>>(row, c.metadata, "metadata")? {
         b = b.metadata(k, v);
     }
     Ok(Decision::try_from(b))
@@ -392,7 +433,8 @@ pub(crate) fn insert_row(tx: &Transaction<'_>, ledger: &mut Ledger, d: &Decision
 /// Reads one decision inside a transaction.
 pub(crate) fn get_in(tx: &rusqlite::Connection, id: DecisionId) -> Result<Option<Decision>> {
     let mut stmt = tx.prepare_cached(DECISION_BY_ID).map_err(storage)?;
-    let row = stmt.query_row([id.to_string()], from_row).optional().map_err(storage)?;
+    let cols = Cols::of(&stmt).map_err(storage)?;
+    let row = stmt.query_row([id.to_string()], |r| from_row(r, &cols)).optional().map_err(storage)?;
     row.transpose()
 }
 
@@ -403,11 +445,12 @@ pub(crate) type LenientRows = (Vec<Decision>, Vec<(String, Error)>);
 /// and error of each row that does not decode (for `check`). One query.
 pub(crate) fn plan_rows_lenient(conn: &Connection, plan: &str) -> Result<LenientRows> {
     let mut stmt = conn.prepare_cached(PLAN_ROWS).map_err(storage)?;
+    let cols = Cols::of(&stmt).map_err(storage)?;
     let mut rows = stmt.query([plan]).map_err(storage)?;
     let (mut good, mut bad) = (Vec::new(), Vec::new());
     while let Some(row) = rows.next().map_err(storage)? {
-        let id: String = row.get("decision_id").map_err(storage)?;
-        match from_row(row) {
+        let id: String = row.get(cols.decision_id).map_err(storage)?;
+        match from_row(row, &cols) {
             Ok(Ok(d)) => good.push(d),
             Ok(Err(e)) => bad.push((id, e)),
             Err(e) => bad.push((id, Error::Storage(Box::new(e)))),
@@ -552,7 +595,8 @@ impl Store {
     /// [`Error::Storage`] when rows cannot be read.
     pub fn plan_decisions(&self, plan: PlanId) -> Result<Vec<Decision>> {
         let mut stmt = self.conn.prepare_cached(PLAN_ROWS).map_err(storage)?;
-        let rows = stmt.query_map([plan.to_string()], from_row).map_err(storage)?;
+        let cols = Cols::of(&stmt).map_err(storage)?;
+        let rows = stmt.query_map([plan.to_string()], |r| from_row(r, &cols)).map_err(storage)?;
         collect(rows)
     }
 
@@ -566,13 +610,14 @@ impl Store {
             None => (ALL_ROWS, None),
         };
         let mut stmt = self.conn.prepare_cached(sql).map_err(storage)?;
+        let cols = Cols::of(&stmt).map_err(storage)?;
         let mut rows = match &arg {
             Some(a) => stmt.query([a]),
             None => stmt.query([]),
         }
         .map_err(storage)?;
         while let Some(row) = rows.next().map_err(storage)? {
-            f(from_row(row).map_err(storage)??)?;
+            f(from_row(row, &cols).map_err(storage)??)?;
         }
         Ok(())
     }
