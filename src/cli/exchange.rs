@@ -81,13 +81,16 @@ pub fn import_graph(db: &Path, nodes: &Path, edges: &Path, batch: Option<u64>) -
 pub fn export(db: &Path, plan: Option<&str>) -> CmdResult {
     let plan = plan.map(parse_plan).transpose()?;
     let store = open_read(db)?;
-    if let Some(p) = plan {
-        if store.plan_decisions(p)?.is_empty() {
-            return Err(decision_store::Error::PlanNotFound(p.to_string()).into());
-        }
-    }
     let out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    store.export_decisions(plan, out)?;
+    // One snapshot: the plan that was checked is the plan that is written.
+    store.read_snapshot(|store| {
+        if let Some(p) = plan {
+            if !store.plans()?.iter().any(|s| s.plan_id == p) {
+                return Err(decision_store::Error::PlanNotFound(p.to_string()));
+            }
+        }
+        store.export_decisions(plan, out)
+    })?;
     Ok(0)
 }
 

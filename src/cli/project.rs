@@ -102,12 +102,15 @@ pub fn project(a: &ProjectArgs) -> CmdResult {
     }
     let store = open_read(&a.db)?;
     let projector = DepthBreadthProjector::new();
-    let (projection, fragments) = if a.fragments {
-        let (p, f) = projector.project_with_fragments(&store, &spec, &Cl100k, a.budget)?;
-        (p, Some(f))
-    } else {
-        (projector.project(&store, &spec)?, None)
-    };
+    // One snapshot for every frontier query.
+    let (projection, fragments) = store.read_snapshot(|store| {
+        Ok(if a.fragments {
+            let (p, f) = projector.project_with_fragments(store, &spec, &Cl100k, a.budget)?;
+            (p, Some(f))
+        } else {
+            (projector.project(store, &spec)?, None)
+        })
+    })?;
     let report = ProjectReport {
         spec: &spec,
         full_depth: projection.full_depth,
@@ -223,7 +226,7 @@ pub fn child_context(a: &ChildArgs) -> CmdResult {
         child_focus: if a.focus.is_empty() { None } else { Some(a.focus.clone()) },
         ..StoredContextOptions::default()
     };
-    let result = child_context_from_store(&store, plan, &service, &options)?;
+    let result = store.read_snapshot(|store| child_context_from_store(store, plan, &service, &options))?;
     let report = ChildReport {
         request: result.request(),
         skeleton_fragments: result.skeleton_fragments(),

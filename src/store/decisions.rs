@@ -226,7 +226,7 @@ pub(crate) struct Ledger {
 }
 
 /// How many inserted decisions the ledger remembers (bounded memory for huge imports).
-const REMEMBERED: usize = 1 << 17;
+const REMEMBERED: usize = 1 << 16;
 
 impl Ledger {
     fn plan(&mut self, tx: &Connection, plan: &str) -> Result<&mut PlanState> {

@@ -437,19 +437,22 @@ impl Store {
     /// # Errors
     /// [`Error::Io`] when writing fails, [`Error::Storage`] when reading does.
     pub fn export_graph(&self, mut nodes: impl Write, mut edges: impl Write) -> Result<(u64, u64)> {
-        let (mut n, mut e) = (0, 0);
-        self.for_each_node(|node| {
-            write_json_line(&mut nodes, &node)?;
-            n += 1;
-            Ok(())
-        })?;
-        self.for_each_edge(|edge| {
-            write_json_line(&mut edges, &edge)?;
-            e += 1;
-            Ok(())
-        })?;
-        nodes.flush()?;
-        edges.flush()?;
-        Ok((n, e))
+        // Nodes and edges from one snapshot: no edge names a node the file lacks.
+        self.read_snapshot(|store| {
+            let (mut n, mut e) = (0, 0);
+            store.for_each_node(|node| {
+                write_json_line(&mut nodes, &node)?;
+                n += 1;
+                Ok(())
+            })?;
+            store.for_each_edge(|edge| {
+                write_json_line(&mut edges, &edge)?;
+                e += 1;
+                Ok(())
+            })?;
+            nodes.flush()?;
+            edges.flush()?;
+            Ok((n, e))
+        })
     }
 }
