@@ -562,3 +562,34 @@ fn importing_again_in_batches_leaves_the_log_sound_and_unchanged() {
     assert_eq!(a.plans().unwrap(), b.plans().unwrap());
     assert_eq!(a.decision_counts().unwrap(), b.decision_counts().unwrap());
 }
+
+#[test]
+fn an_outline_tree_answers_every_tree_and_history_question_as_the_full_tree_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, id) = sample(dir.path());
+    let store = Store::open_read_only(&path).unwrap();
+    let plan = store.decision(id.parse().unwrap()).unwrap().plan_id();
+    let (full, outline) = (store.decision_tree(plan).unwrap(), store.decision_tree_outline(plan).unwrap());
+    assert_eq!(full.len(), outline.len());
+    let ids = |ds: Vec<&decision_store::Decision>| ds.iter().map(|d| d.decision_id()).collect::<Vec<_>>();
+    assert_eq!(ids(full.roots()), ids(outline.roots()));
+    assert_eq!(ids(full.effective()), ids(outline.effective()));
+    for (a, b) in full.decisions().iter().zip(outline.decisions()) {
+        let id = a.decision_id();
+        assert_eq!(id, b.decision_id());
+        assert_eq!(
+            (a.parent_decision_id(), a.corrects_decision_id(), a.superseded_by(), a.sequence(), a.decision_type()),
+            (b.parent_decision_id(), b.corrects_decision_id(), b.superseded_by(), b.sequence(), b.decision_type())
+        );
+        assert_eq!((a.chosen_option(), a.confidence_score()), (b.chosen_option(), b.confidence_score()));
+        assert_eq!(ids(full.children(id)), ids(outline.children(id)));
+        assert_eq!(full.depth(id), outline.depth(id));
+        assert_eq!(ids(full.correction_chain(id)), ids(outline.correction_chain(id)));
+        assert_eq!(full.standing(id).map(|d| d.decision_id()), outline.standing(id).map(|d| d.decision_id()));
+    }
+    let views = |t: &decision_store::DecisionTree| {
+        t.view(true).nodes.iter().map(|n| (n.decision.decision_id(), n.level, n.last, n.parent)).collect::<Vec<_>>()
+    };
+    assert_eq!(views(&full), views(&outline));
+    assert!(matches!(store.decision_tree_outline(PlanId::generate()), Err(Error::PlanNotFound(_))));
+}

@@ -420,7 +420,8 @@ fn mermaid(tree: &DecisionTree, view: &TreeView<'_>, out: &mut impl Write) -> io
 pub fn tree(db: &Path, plan: &str, effective_only: bool, format: TreeFormat) -> CmdResult {
     let plan = parse_plan(plan)?;
     let store = open_read(db)?;
-    let tree = store.decision_tree(plan)?;
+    // The renderings show ids, links, type, sequence, confidence and the chosen option only.
+    let tree = store.decision_tree_outline(plan)?;
     let view = tree.view(effective_only);
     let plan = plan.to_string();
     let mut out = stdout();

@@ -421,18 +421,23 @@ impl DepthBreadthProjector {
             }
             frontier = next;
         }
+        // Records come back in the order asked for: their URIs move into the nodes.
         let records = graph.records(&order, false)?;
-        let uri_of: HashMap<NodeKey, &str> = records.iter().map(|r| (r.key, r.uri.as_str())).collect();
-        let mut nodes: Vec<(ProjectedNode, NodeKey)> = order
-            .iter()
-            .map(|k| {
-                let d = distance[k];
-                (ProjectedNode::new(uri_of[k], d, gradient_depth(full, d, spec.breadth(), spec.depth_gradient())), *k)
+        let mut cut: Vec<(String, usize)> = if cut.is_empty() {
+            Vec::new()
+        } else {
+            let uri_of: HashMap<NodeKey, &str> = records.iter().map(|r| (r.key, r.uri.as_str())).collect();
+            cut.into_iter().map(|(k, n)| (uri_of[&k].to_owned(), n)).collect()
+        };
+        cut.sort();
+        let mut nodes: Vec<(ProjectedNode, NodeKey)> = records
+            .into_iter()
+            .map(|r| {
+                let d = distance[&r.key];
+                (ProjectedNode::new(r.uri, d, gradient_depth(full, d, spec.breadth(), spec.depth_gradient())), r.key)
             })
             .collect();
-        nodes.sort_by(|a, b| (a.0.distance, &a.0.uri).cmp(&(b.0.distance, &b.0.uri)));
-        let mut cut: Vec<(String, usize)> = cut.into_iter().map(|(k, n)| (uri_of[&k].to_owned(), n)).collect();
-        cut.sort();
+        nodes.sort_unstable_by(|a, b| (a.0.distance, &a.0.uri).cmp(&(b.0.distance, &b.0.uri)));
         let keys = nodes.iter().map(|n| n.1).collect();
         let projection =
             Projection { spec: spec.clone(), full_depth: full, nodes: nodes.into_iter().map(|n| n.0).collect(), cut };

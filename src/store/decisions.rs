@@ -46,6 +46,12 @@ macro_rules! select_decisions {
 
 pub(super) const DECISION_BY_ID: &str = concat!(select_decisions!(), " WHERE d.decision_id = ?1");
 pub(super) const PLAN_ROWS: &str = concat!(select_decisions!(), " WHERE d.plan_id = ?1 ORDER BY d.sequence");
+/// The columns of [`Store::decision_tree_outline`], by position.
+pub(super) const OUTLINE_ROWS: &str =
+    "SELECT d.decision_id, d.plan_id, d.parent_decision_id, d.sequence, d.decision_type, \
+     d.chosen_option, d.confidence_score, s.superseded_by, d.corrects_decision_id \
+     FROM decisions d LEFT JOIN supersessions s ON s.decision_id = d.decision_id \
+     WHERE d.plan_id = ?1 ORDER BY d.sequence";
 const ALL_ROWS: &str = concat!(select_decisions!(), " ORDER BY d.plan_id, d.sequence");
 pub(super) const PLAN_OF: &str = "SELECT plan_id, depth FROM decisions WHERE decision_id = ?1";
 /// The plan of a decision and what supersedes it, if anything.
@@ -628,6 +634,44 @@ impl Store {
     /// [`Error::PlanNotFound`] when the plan has no decisions.
     pub fn decision_tree(&self, plan: PlanId) -> Result<DecisionTree> {
         let decisions = self.plan_decisions(plan)?;
+        if decisions.is_empty() {
+            return Err(Error::PlanNotFound(plan.to_string()));
+        }
+        Ok(DecisionTree::from_decisions(decisions))
+    }
+
+    /// The plan's tree with each decision's ids, links, type, sequence,
+    /// confidence and chosen option only: the rationale and the nested
+    /// fields (alternatives, context snapshot, artifacts, downstream ids,
+    /// metadata) are left empty. Enough to render the tree and to answer
+    /// history questions (roots, children, depth, corrections, supersession,
+    /// the effective set), and several times faster to load than
+    /// [`Store::decision_tree`] because no JSON column is decoded.
+    ///
+    /// # Errors
+    /// [`Error::PlanNotFound`] when the plan has no decisions.
+    pub fn decision_tree_outline(&self, plan: PlanId) -> Result<DecisionTree> {
+        let mut stmt = self.conn.prepare_cached(OUTLINE_ROWS).map_err(storage)?;
+        let mut rows = stmt.query([plan.to_string()]).map_err(storage)?;
+        let mut decisions = Vec::new();
+        while let Some(r) = rows.next().map_err(storage)? {
+            let text = |i: usize| r.get_ref(i).and_then(|v| v.as_str_or_null().map_err(Into::into)).map_err(storage);
+            let decision_type = text(4)?.unwrap_or_default().parse::<DecisionType>()?;
+            let corrects = text(8)?;
+            let mut b = Decision::builder(plan, decision_type, r.get(3).map_err(storage)?)
+                .decision_id(text(0)?.unwrap_or_default())
+                .chosen_option(text(5)?.unwrap_or_default())
+                .confidence_score(r.get::<_, Option<f64>>(6).map_err(storage)?)
+                .is_correction(corrects.is_some())
+                .corrects_decision_id(corrects.map(str::to_owned));
+            if let Some(p) = text(2)? {
+                b = b.parent(p);
+            }
+            if let Some(s) = text(7)? {
+                b = b.superseded_by(s);
+            }
+            decisions.push(Decision::try_from(b)?);
+        }
         if decisions.is_empty() {
             return Err(Error::PlanNotFound(plan.to_string()));
         }

@@ -298,14 +298,17 @@ impl GraphSource for Store {
     fn records(&self, keys: &[NodeKey], with_views: bool) -> Result<Vec<NodeRecord>> {
         let array = key_array(keys);
         let mut stmt = self.conn.prepare_cached(RECORDS).map_err(storage)?;
-        let mut by_key: HashMap<NodeKey, NodeRecord> = stmt
+        let mut by_key: HashMap<NodeKey, NodeRecord> = HashMap::with_capacity(keys.len());
+        let rows = stmt
             .query_map([array.clone()], |r| {
                 let key: NodeKey = r.get(0)?;
                 Ok((key, NodeRecord { key, uri: r.get(1)?, domain: r.get(2)?, views: Vec::new() }))
             })
-            .map_err(storage)?
-            .collect::<rusqlite::Result<_>>()
             .map_err(storage)?;
+        for row in rows {
+            let (key, record) = row.map_err(storage)?;
+            by_key.insert(key, record);
+        }
         if with_views {
             let mut stmt = self.conn.prepare_cached(VIEWS).map_err(storage)?;
             let rows = stmt

@@ -492,6 +492,7 @@ mod tests {
             graph::VIEWS,
             decisions::DECISION_BY_ID,
             decisions::PLAN_ROWS,
+            decisions::OUTLINE_ROWS,
             decisions::PLAN_OF,
             decisions::LINK_OF,
             decisions::REACHES,
