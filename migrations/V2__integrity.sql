@@ -117,6 +117,11 @@ DROP TABLE temp.v2_chain;
 DROP TABLE temp.v2_entries;
 DROP TABLE temp.v2_depth;
 
+-- Children are found in memory from a plan's rows, and the library checks a
+-- parent by its primary key: nothing reads this index any more, and keeping
+-- it cost 7 % of an import (measured: 2.36 s vs 2.20 s for 100k decisions).
+DROP INDEX decisions_by_parent;
+
 -- Append-only. ------------------------------------------------------------------
 
 CREATE TRIGGER decisions_no_update BEFORE UPDATE ON decisions

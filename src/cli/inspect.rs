@@ -234,14 +234,14 @@ pub fn show(db: &Path, id: &str, format: Format) -> CmdResult {
 /// One node of `tree --format json`, without its children (written after it).
 #[derive(Serialize)]
 struct TreeNodeHead<'a> {
-    decision_id: String,
+    decision_id: DecisionId,
     decision_type: &'static str,
     sequence: u32,
     depth: usize,
     confidence_score: Option<f64>,
     chosen_option: &'a str,
-    corrected_by: Vec<String>,
-    superseded_by: Option<String>,
+    corrected_by: &'a [DecisionId],
+    superseded_by: Option<DecisionId>,
     effective: bool,
 }
 
@@ -317,14 +317,14 @@ fn json_tree(tree: &DecisionTree, plan: &str, view: &TreeView<'_>, out: &mut imp
         serde_json::to_writer(
             &mut head,
             &TreeNodeHead {
-                decision_id: id.to_string(),
+                decision_id: id,
                 decision_type: d.decision_type().as_str(),
                 sequence: d.sequence(),
                 depth: tree.depth(id).unwrap_or(0),
                 confidence_score: d.confidence_score(),
                 chosen_option: d.chosen_option(),
-                corrected_by: tree.corrected_by(id).iter().map(|c| c.to_string()).collect(),
-                superseded_by: d.superseded_by().map(|s| s.to_string()),
+                corrected_by: tree.corrected_by(id),
+                superseded_by: d.superseded_by(),
                 effective: tree.is_effective(id),
             },
         )?;

@@ -31,7 +31,8 @@ fn parse_ulid(field: &str, s: &str) -> Result<Ulid> {
     let ulid = Ulid::from_string(s).map_err(|e| Error::validation(field, format!("{s:?} is not a ULID ({e})")))?;
     // The ulid crate also reads lower case and Crockford's look-alike letters;
     // only the canonical spelling keeps ids byte-comparable in the store.
-    if ulid.to_string() != s {
+    let mut canonical = [0u8; ulid::ULID_LEN];
+    if ulid.array_to_str(&mut canonical) != s {
         return Err(Error::validation(field, format!("{s:?} is not a canonical ULID (upper-case Crockford base32)")));
     }
     Ok(ulid)

@@ -309,26 +309,33 @@ impl DecisionTree {
         for &i in &order {
             reached[i] = true;
         }
-        // Children lists in sequence order (decisions are sorted by sequence).
-        let mut top = Vec::new();
-        let mut kids: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for i in (0..n).filter(|&i| reached[i] && shown(i)) {
-            match anchor[i] {
-                TOP => top.push(i),
-                p => kids[p].push(i),
-            }
+        // Children lists in sequence order, as one array sliced by parent
+        // (a stable sort keeps the sequence order of `decisions`); TOP is `n`.
+        let mut pairs: Vec<(usize, usize)> = (0..n)
+            .filter(|&i| reached[i] && shown(i))
+            .map(|i| (if anchor[i] == TOP { n } else { anchor[i] }, i))
+            .collect();
+        pairs.sort_by_key(|p| p.0);
+        let mut start = vec![0usize; n + 2];
+        for &(a, _) in &pairs {
+            start[a + 1] += 1;
         }
-        let mut nodes = Vec::with_capacity(n);
+        for k in 1..start.len() {
+            start[k] += start[k - 1];
+        }
+        let kids = |a: usize| &pairs[start[a]..start[a + 1]];
+        let mut nodes = Vec::with_capacity(pairs.len());
         // (decision, parent position in `nodes`, level, last among siblings), pushed in reverse.
+        let top = kids(n);
         let mut stack: Vec<(usize, Option<usize>, usize, bool)> =
-            top.iter().enumerate().rev().map(|(k, &i)| (i, None, 0, k + 1 == top.len())).collect();
+            top.iter().enumerate().rev().map(|(k, &(_, i))| (i, None, 0, k + 1 == top.len())).collect();
         while let Some((i, parent, level, last)) = stack.pop() {
             let at = nodes.len();
-            let children = &kids[i];
+            let children = kids(i);
             nodes.push(ViewNode { decision: &self.decisions[i], parent, level, last, children: children.len() });
-            stack.extend(
-                children.iter().enumerate().rev().map(|(k, &c)| (c, Some(at), level + 1, k + 1 == children.len())),
-            );
+            let count = children.len();
+            stack
+                .extend(children.iter().enumerate().rev().map(|(k, &(_, c))| (c, Some(at), level + 1, k + 1 == count)));
         }
         TreeView { nodes }
     }
