@@ -593,3 +593,44 @@ fn an_outline_tree_answers_every_tree_and_history_question_as_the_full_tree_does
     assert_eq!(views(&full), views(&outline));
     assert!(matches!(store.decision_tree_outline(PlanId::generate()), Err(Error::PlanNotFound(_))));
 }
+
+/// The import parses on a worker thread in chunks: errors still come in input order.
+#[test]
+fn import_errors_come_in_input_order_across_the_worker_chunks() {
+    let mut lines: Vec<Vec<u8>> = (0..600u64)
+        .map(|i| {
+            let (id, parent) = (ulid("01JD000001", i), if i == 0 { None } else { Some(ulid("01JD000001", i - 1)) });
+            let t = if i == 0 { "prompt_definition" } else { "tool_invocation" };
+            let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+            format!(r#"{{"decision_id":"{id}","plan_id":"{PLAN}","parent_decision_id":{parent},"sequence":{i},"decision_type":"{t}"}}"#)
+                .into_bytes()
+        })
+        .collect();
+    let other_plan = ulid("01JD000009", 0);
+    // Line 601: a parent in another plan (found while writing); line 700: not JSON (found while parsing).
+    lines.push(
+        format!(r#"{{"decision_id":"{}","plan_id":"{other_plan}","parent_decision_id":"{}","sequence":0,"decision_type":"tool_invocation"}}"#, ulid("01JD000002", 0), ulid("01JD000001", 5))
+            .into_bytes(),
+    );
+    lines.extend((601..699).map(|_| b"".to_vec()));
+    lines.push(b"{not json".to_vec());
+    let text = lines.join(&b'\n');
+    let mut temp = TempStore::new().unwrap();
+    let store = temp.store().unwrap();
+    let err = store.import_decisions(text.as_slice(), ImportOptions::default(), |_| {}).unwrap_err().to_string();
+    assert!(err.starts_with("line 601: ") && err.contains("belongs to plan"), "{err}");
+    assert_eq!(store.decision_counts().unwrap().decisions, 0, "nothing stays of a failed import");
+
+    // Bad UTF-8 on line 300 ends the import there, after 299 good lines; with
+    // batches of 100, the two committed batches stay and the third is undone.
+    let mut bad = lines[..299].join(&b'\n');
+    bad.extend_from_slice(b"\n\xff\xfe\n");
+    bad.extend_from_slice(&lines[300]);
+    let err = store.import_decisions(bad.as_slice(), ImportOptions::default(), |_| {}).unwrap_err().to_string();
+    assert!(err.starts_with("line 300: ") && err.contains("UTF-8"), "{err}");
+    assert_eq!(store.decision_counts().unwrap().decisions, 0);
+    let batched = ImportOptions { batch: Some(100) };
+    assert!(store.import_decisions(bad.as_slice(), batched, |_| {}).is_err());
+    assert_eq!(store.decision_counts().unwrap().decisions, 200, "the committed batches stay");
+    assert_eq!(store.check().unwrap(), vec![]);
+}

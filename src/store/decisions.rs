@@ -365,6 +365,69 @@ struct Entry {
 /// that its parent and corrected decision are stored in its plan, as the
 /// next entry of its plan's chain. Nothing changes when it fails.
 pub(crate) fn insert_row(tx: &Transaction<'_>, ledger: &mut Ledger, d: &Decision) -> Result<()> {
+    insert_prepared(tx, ledger, d, &PreparedRow::of(d))
+}
+
+/// The column texts and content hash of a decision row: everything about
+/// an insert that needs no database, so an import computes it on another
+/// thread while this one writes.
+pub(crate) struct PreparedRow {
+    id: String,
+    plan: String,
+    parent: Option<String>,
+    corrects: Option<String>,
+    alternatives: String,
+    snapshot: String,
+    artifacts: String,
+    downstream_decisions: String,
+    downstream_plans: String,
+    metadata: String,
+    content: Hash,
+}
+
+impl PreparedRow {
+    pub(crate) fn of(d: &Decision) -> PreparedRow {
+        let mut row = PreparedRow {
+            id: d.decision_id().to_string(),
+            plan: d.plan_id().to_string(),
+            parent: d.parent_decision_id().map(|p| p.to_string()),
+            corrects: d.corrects_decision_id().map(|p| p.to_string()),
+            alternatives: json(d.alternatives()),
+            snapshot: json(d.context_snapshot()),
+            artifacts: json(d.artifacts_produced()),
+            downstream_decisions: json(d.downstream_decision_ids()),
+            downstream_plans: json(d.downstream_plan_ids()),
+            metadata: json(d.metadata()),
+            content: integrity::GENESIS,
+        };
+        row.content = integrity::decision_hash(&[
+            Field::Text(&row.id),
+            Field::Text(&row.plan),
+            row.parent.as_deref().into(),
+            Field::Int(i64::from(d.sequence())),
+            Field::Text(d.decision_type().as_str()),
+            Field::Text(d.chosen_option()),
+            Field::Text(d.rationale()),
+            d.confidence_score().map_or(Field::Null, Field::Real),
+            Field::Text(&row.alternatives),
+            Field::Text(&row.snapshot),
+            Field::Text(&row.artifacts),
+            row.corrects.as_deref().into(),
+            Field::Text(&row.downstream_decisions),
+            Field::Text(&row.downstream_plans),
+            Field::Text(&row.metadata),
+        ]);
+        row
+    }
+}
+
+/// [`insert_row`] with the row's texts and hash computed already (by [`PreparedRow::of`] on `d`).
+pub(crate) fn insert_prepared(
+    tx: &Transaction<'_>,
+    ledger: &mut Ledger,
+    d: &Decision,
+    row: &PreparedRow,
+) -> Result<()> {
     let mut depth = 0;
     if let Some(p) = d.parent_decision_id() {
         depth = ledger.reference(tx, "parent_decision_id", p, d.plan_id())? + 1;
@@ -372,31 +435,20 @@ pub(crate) fn insert_row(tx: &Transaction<'_>, ledger: &mut Ledger, d: &Decision
     if let Some(c) = d.corrects_decision_id() {
         ledger.reference(tx, "corrects_decision_id", c, d.plan_id())?;
     }
-    let (id, plan) = (d.decision_id().to_string(), d.plan_id().to_string());
-    let parent = d.parent_decision_id().map(|p| p.to_string());
-    let corrects = d.corrects_decision_id().map(|p| p.to_string());
-    let (alternatives, snapshot, artifacts) =
-        (json(d.alternatives()), json(d.context_snapshot()), json(d.artifacts_produced()));
-    let (downstream_decisions, downstream_plans, metadata) =
-        (json(d.downstream_decision_ids()), json(d.downstream_plan_ids()), json(d.metadata()));
-    let content = integrity::decision_hash(&[
-        Field::Text(&id),
-        Field::Text(&plan),
-        parent.as_deref().into(),
-        Field::Int(i64::from(d.sequence())),
-        Field::Text(d.decision_type().as_str()),
-        Field::Text(d.chosen_option()),
-        Field::Text(d.rationale()),
-        d.confidence_score().map_or(Field::Null, Field::Real),
-        Field::Text(&alternatives),
-        Field::Text(&snapshot),
-        Field::Text(&artifacts),
-        corrects.as_deref().into(),
-        Field::Text(&downstream_decisions),
-        Field::Text(&downstream_plans),
-        Field::Text(&metadata),
-    ]);
-    let entry = ledger.next_entry(tx, &plan, &content)?;
+    let PreparedRow {
+        id,
+        plan,
+        parent,
+        corrects,
+        alternatives,
+        snapshot,
+        artifacts,
+        downstream_decisions,
+        downstream_plans,
+        metadata,
+        content,
+    } = row;
+    let entry = ledger.next_entry(tx, plan, content)?;
     let mut stmt = tx.prepare_cached(INSERT).map_err(storage)?;
     stmt.execute(params![
         id,
@@ -421,7 +473,7 @@ pub(crate) fn insert_row(tx: &Transaction<'_>, ledger: &mut Ledger, d: &Decision
         entry.log_index,
     ])
     .map_err(|e| insert_error(d, e))?;
-    let state = ledger.appended(&plan, &entry);
+    let state = ledger.appended(plan, &entry);
     state.decisions += 1;
     state.corrections += i64::from(corrects.is_some());
     state.max_depth = state.max_depth.max(depth);

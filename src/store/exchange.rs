@@ -8,11 +8,12 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
+use std::sync::mpsc;
 
 use rusqlite::Transaction;
 use serde::Serialize;
 
-use super::decisions::{get_in, insert_row, link_supersession, Ledger};
+use super::decisions::{get_in, insert_prepared, link_supersession, Ledger, PreparedRow};
 use super::graph::{upsert_edges_in, upsert_nodes_in};
 use super::{storage, Store};
 use crate::decision::{Decision, DecisionId, PlanId};
@@ -51,6 +52,20 @@ impl std::fmt::Display for ImportReport {
         }
         write!(f, ", {} batch{} committed", self.batches, if self.batches == 1 { "" } else { "es" })
     }
+}
+
+/// Lines a worker parses at a time, and chunks read ahead of the writer.
+const CHUNK: usize = 256;
+const IN_FLIGHT: usize = 4;
+
+/// Lines of one input on their way to and from the import's worker thread.
+struct Chunk<T> {
+    source: usize,
+    lines: Vec<(u64, T)>,
+    /// A read error after the last line (bad UTF-8, an endless line).
+    error: Option<Error>,
+    /// Bytes of the input read up to the end of this chunk.
+    bytes: u64,
 }
 
 /// The longest line an import reads: memory stays bounded whatever the input.
@@ -118,7 +133,7 @@ fn without_link(d: &Decision) -> serde_json::Value {
 #[derive(Default)]
 struct Pending {
     /// Missing parent or corrected id -> records waiting for it (with their line).
-    waiting: HashMap<DecisionId, Vec<(u64, Decision)>>,
+    waiting: HashMap<DecisionId, Vec<(u64, Decision, PreparedRow)>>,
     /// Missing superseding id -> (line, superseded id).
     links: HashMap<DecisionId, Vec<(u64, DecisionId)>>,
     /// Chain heads and counts of the open transaction.
@@ -133,7 +148,7 @@ impl Pending {
     fn describe(&self) -> String {
         let mut items: Vec<(u64, String)> = Vec::new();
         for (missing, recs) in &self.waiting {
-            for (line, d) in recs {
+            for (line, d, _) in recs {
                 items.push((*line, format!("line {line}: decision {} needs {missing}", d.decision_id())));
             }
         }
@@ -157,13 +172,18 @@ impl Pending {
 
 /// What an import does with its records, around the loop of `import_lines`.
 trait ImportState {
-    /// Stores the record on line `line` of input `source`.
+    /// A parsed record, ready to be written.
+    type Item: Send;
+    /// Parses the record `text` of input `source`; runs on the import's
+    /// worker thread, so it touches no database.
+    fn prepare(source: usize, text: &str) -> Result<Self::Item>;
+    /// Writes a prepared record from line `line` of input `source`.
     fn record(
         &mut self,
         tx: &Transaction<'_>,
         source: usize,
         line: u64,
-        text: &str,
+        item: Self::Item,
         report: &mut ImportReport,
     ) -> Result<()>;
     /// Runs before every commit.
@@ -177,15 +197,23 @@ trait ImportState {
 }
 
 impl ImportState for Pending {
+    type Item = (Decision, PreparedRow);
+
+    fn prepare(_: usize, text: &str) -> Result<Self::Item> {
+        let d = Decision::from_json(text)?;
+        let row = PreparedRow::of(&d);
+        Ok((d, row))
+    }
+
     fn record(
         &mut self,
         tx: &Transaction<'_>,
         _: usize,
         line: u64,
-        text: &str,
+        (d, row): Self::Item,
         report: &mut ImportReport,
     ) -> Result<()> {
-        place(tx, line, Decision::from_json(text).map_err(at(line))?, self, report)
+        place(tx, line, d, row, self, report)
     }
 
     fn before_commit(&mut self, tx: &Transaction<'_>) -> Result<()> {
@@ -204,42 +232,60 @@ impl ImportState for Pending {
 /// Graph import: source 0 holds nodes, source 1 edges.
 struct GraphImport;
 
+/// A parsed line of a graph import.
+enum GraphItem {
+    Node(UkoNode),
+    Edge(UkoEdge),
+}
+
 impl ImportState for GraphImport {
+    type Item = GraphItem;
+
+    fn prepare(source: usize, text: &str) -> Result<GraphItem> {
+        Ok(if source == 0 {
+            GraphItem::Node(serde_json::from_str(text)?)
+        } else {
+            GraphItem::Edge(serde_json::from_str(text)?)
+        })
+    }
+
     fn record(
         &mut self,
         tx: &Transaction<'_>,
-        source: usize,
+        _: usize,
         line: u64,
-        text: &str,
+        item: GraphItem,
         report: &mut ImportReport,
     ) -> Result<()> {
-        let written = if source == 0 {
-            serde_json::from_str::<UkoNode>(text)
-                .map_err(Error::from)
-                .and_then(|n| upsert_nodes_in(tx, std::slice::from_ref(&n)))
-        } else {
-            serde_json::from_str::<UkoEdge>(text)
-                .map_err(Error::from)
-                .and_then(|e| upsert_edges_in(tx, std::slice::from_ref(&e)))
-        };
-        written.map_err(at(line))?;
+        match item {
+            GraphItem::Node(n) => upsert_nodes_in(tx, std::slice::from_ref(&n)),
+            GraphItem::Edge(e) => upsert_edges_in(tx, std::slice::from_ref(&e)),
+        }
+        .map_err(at(line))?;
         report.imported += 1;
         Ok(())
     }
 }
 
 /// Stores one record and everything that was waiting for it.
-fn place(tx: &Transaction<'_>, line: u64, d: Decision, pending: &mut Pending, report: &mut ImportReport) -> Result<()> {
-    let mut queue = vec![(line, d)];
-    while let Some((line, d)) = queue.pop() {
+fn place(
+    tx: &Transaction<'_>,
+    line: u64,
+    d: Decision,
+    row: PreparedRow,
+    pending: &mut Pending,
+    report: &mut ImportReport,
+) -> Result<()> {
+    let mut queue = vec![(line, d, row)];
+    while let Some((line, d, row)) = queue.pop() {
         let id = d.decision_id();
-        match insert_row(tx, &mut pending.ledger, &d) {
+        match insert_prepared(tx, &mut pending.ledger, &d, &row) {
             Ok(()) => report.imported += 1,
             Err(Error::MissingReference {
                 field: "parent_decision_id" | "corrects_decision_id", id: missing, ..
             }) => {
                 let missing = DecisionId::parse(&missing).map_err(at(line))?;
-                pending.waiting.entry(missing).or_default().push((line, d));
+                pending.waiting.entry(missing).or_default().push((line, d, row));
                 continue;
             }
             // SQLite may report the (plan, sequence) constraint before the primary key.
@@ -370,66 +416,115 @@ impl Store {
     /// sources), progress every 10,000 lines. When `finish` fails at the end,
     /// batch mode keeps the batches committed and commits what the last one
     /// holds; otherwise nothing is written.
-    fn import_lines<const N: usize>(
+    ///
+    /// Two threads: this one reads lines and writes records; a worker parses
+    /// chunks of lines (`ImportState::prepare`) meanwhile. Records are written
+    /// in input order, and the first error in input order ends the import.
+    fn import_lines<S: ImportState, const N: usize>(
         &mut self,
         sources: [(&'static str, &mut dyn BufRead); N],
         options: ImportOptions,
         progress: &mut impl FnMut(&ImportReport),
-        state: &mut impl ImportState,
+        state: &mut S,
     ) -> Result<[ImportReport; N]> {
+        let names = sources.each_ref().map(|(name, _)| *name);
+        let name_it = |source: usize| {
+            move |e: Error| if N > 1 { Error::Input { name: names[source], source: Box::new(e) } } else { e }
+        };
+        let mut readers: Vec<Lines<&mut dyn BufRead>> = sources.into_iter().map(|(_, r)| Lines::new(r)).collect();
         let mut reports = [ImportReport::default(); N];
         let batch = options.batch.unwrap_or(usize::MAX).max(1) as u64;
-        let mut tx = self.begin()?;
-        let mut in_batch = 0u64;
-        // The source whose record opened the current batch is credited with its commit.
-        let mut owner = 0;
-        let (mut lines_before, mut bytes_before) = (0, 0);
-        for (source, (name, reader)) in sources.into_iter().enumerate() {
-            let mut lines = Lines::new(reader);
-            let name_it = |e: Error| if N > 1 { Error::Input { name, source: Box::new(e) } } else { e };
-            while let Some((line, text)) = lines.next_line().map_err(name_it)? {
-                if in_batch == 0 {
-                    owner = source;
+        std::thread::scope(|scope| -> Result<[ImportReport; N]> {
+            let mut tx = self.begin()?;
+            let mut in_batch = 0u64;
+            // The source whose record opened the current batch is credited with its commit.
+            let mut owner = 0;
+            let (work_tx, work_rx) = mpsc::sync_channel::<Chunk<String>>(IN_FLIGHT);
+            let (done_tx, done_rx) = mpsc::sync_channel::<Chunk<Result<S::Item>>>(IN_FLIGHT);
+            scope.spawn(move || {
+                for chunk in work_rx {
+                    let source = chunk.source;
+                    let lines = chunk.lines.into_iter().map(|(line, text)| (line, S::prepare(source, &text))).collect();
+                    let done = Chunk { source, lines, error: chunk.error, bytes: chunk.bytes };
+                    if done_tx.send(done).is_err() {
+                        break;
+                    }
                 }
-                reports[source].lines += 1;
-                state.record(&tx, source, line, text, &mut reports[source]).map_err(name_it)?;
-                in_batch += 1;
-                if in_batch == batch {
+            });
+            let (mut reading, mut in_flight) = (0usize, 0usize);
+            loop {
+                // Keep the worker busy: up to IN_FLIGHT chunks read ahead.
+                while in_flight < IN_FLIGHT && reading < N {
+                    let lines = &mut readers[reading];
+                    let mut chunk = Chunk { source: reading, lines: Vec::with_capacity(CHUNK), error: None, bytes: 0 };
+                    while chunk.lines.len() < CHUNK {
+                        match lines.next_line() {
+                            Ok(Some((line, text))) => chunk.lines.push((line, text.to_owned())),
+                            Ok(None) => {
+                                reading += 1;
+                                break;
+                            }
+                            Err(e) => {
+                                chunk.error = Some(e);
+                                reading = N; // read no further: this error ends the import
+                                break;
+                            }
+                        }
+                    }
+                    chunk.bytes = lines.bytes;
+                    work_tx.send(chunk).expect("the worker runs until its queue closes");
+                    in_flight += 1;
+                }
+                if in_flight == 0 {
+                    break;
+                }
+                let chunk = done_rx.recv().expect("the worker answers every chunk");
+                in_flight -= 1;
+                let source = chunk.source;
+                for (line, item) in chunk.lines {
+                    if in_batch == 0 {
+                        owner = source;
+                    }
+                    reports[source].lines += 1;
+                    let item = item.map_err(at(line)).map_err(name_it(source))?;
+                    state.record(&tx, source, line, item, &mut reports[source]).map_err(name_it(source))?;
+                    in_batch += 1;
+                    if in_batch == batch {
+                        state.before_commit(&tx)?;
+                        tx.commit().map_err(storage)?;
+                        reports[owner].batches += 1;
+                        in_batch = 0;
+                        tx = self.begin()?;
+                    }
+                    if reports[source].lines % 10_000 == 0 {
+                        reports[source].bytes = chunk.bytes;
+                        let lines = reports.iter().map(|r| r.lines).sum();
+                        let bytes = reports.iter().map(|r| r.bytes).sum();
+                        progress(&ImportReport { lines, bytes, ..reports[source] });
+                    }
+                }
+                reports[source].bytes = chunk.bytes;
+                if let Some(e) = chunk.error {
+                    return Err(name_it(source)(e));
+                }
+            }
+            if let Err(e) = state.finish() {
+                if options.batch.is_some() && in_batch > 0 {
                     state.before_commit(&tx)?;
                     tx.commit().map_err(storage)?;
-                    reports[owner].batches += 1;
-                    in_batch = 0;
-                    tx = self.begin()?;
                 }
-                let report = &mut reports[source];
-                if report.lines % 10_000 == 0 {
-                    report.bytes = lines.bytes;
-                    progress(&ImportReport {
-                        lines: lines_before + report.lines,
-                        bytes: bytes_before + report.bytes,
-                        ..*report
-                    });
-                }
+                return Err(e);
             }
-            let report = &mut reports[source];
-            report.bytes = lines.bytes;
-            lines_before += report.lines;
-            bytes_before += report.bytes;
-        }
-        if let Err(e) = state.finish() {
-            if options.batch.is_some() && in_batch > 0 {
-                state.before_commit(&tx)?;
-                tx.commit().map_err(storage)?;
+            state.before_commit(&tx)?;
+            tx.commit().map_err(storage)?;
+            if in_batch > 0 || reports.iter().all(|r| r.batches == 0) {
+                reports[owner].batches += 1;
             }
-            return Err(e);
-        }
-        state.before_commit(&tx)?;
-        tx.commit().map_err(storage)?;
-        if in_batch > 0 || reports.iter().all(|r| r.batches == 0) {
-            reports[owner].batches += 1;
-        }
-        progress(&ImportReport { lines: lines_before, bytes: bytes_before, ..reports[owner] });
-        Ok(reports)
+            let lines = reports.iter().map(|r| r.lines).sum();
+            let bytes = reports.iter().map(|r| r.bytes).sum();
+            progress(&ImportReport { lines, bytes, ..reports[owner] });
+            Ok(reports)
+        })
     }
 
     /// Writes the graph as two JSON Lines streams: nodes by URI, edges by source, relation, target.
