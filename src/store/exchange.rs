@@ -349,6 +349,8 @@ impl Store {
     /// decision, until they arrive. A record already stored identically is
     /// skipped (its missing supersession link is added), so importing a
     /// file twice is harmless. `progress` is called every 10,000 lines.
+    /// Lines are parsed and hashed on a second thread while this one
+    /// writes; the reader itself is only read from this thread.
     ///
     /// # Errors
     /// [`Error::Line`] naming the line for a bad record; an error naming the
