@@ -115,6 +115,7 @@ fn a_million_deep_chain_renders_in_every_command() {
     let runs: Vec<(&str, Vec<&str>)> = vec![
         ("text", vec!["tree", db, PLAN]),
         ("json", vec!["tree", db, PLAN, "--format", "json"]),
+        ("jsonl", vec!["tree", db, PLAN, "--format", "jsonl"]),
         ("dot", vec!["tree", db, PLAN, "--format", "dot"]),
         ("mermaid", vec!["tree", db, PLAN, "--format", "mermaid"]),
         ("effective", vec!["tree", db, PLAN, "--effective"]),
@@ -148,6 +149,14 @@ fn a_million_deep_chain_renders_in_every_command() {
         "the document and its roots, then an object and a children array per level"
     );
     assert_eq!(json.matches("\"decision_id\"").count() as u64, N);
+
+    // Flat lines: every JSON reader takes them, however deep the plan.
+    let jsonl = get("jsonl");
+    assert_eq!(jsonl.lines().count() as u64, N);
+    let last_line: Value = serde_json::from_str(jsonl.lines().last().unwrap()).unwrap();
+    assert_eq!(last_line["level"], N - 1);
+    assert_eq!(last_line["parent"], ulid("01JD000001", N - 2).as_str());
+    assert_eq!(last_line["decision_id"], last.as_str());
 
     let dot = get("dot");
     assert_eq!(dot.lines().filter(|l| l.contains("[label=")).count() as u64, N);
@@ -432,6 +441,7 @@ fn a_closed_pipe_ends_every_command_quietly() {
         vec!["export", db],
         vec!["tree", db, PLAN],
         vec!["tree", db, PLAN, "--format", "json"],
+        vec!["tree", db, PLAN, "--format", "jsonl"],
         vec!["tree", db, PLAN, "--format", "dot"],
         vec!["tree", db, PLAN, "--format", "mermaid"],
         vec!["chain", db, &first, "--format", "json"],
@@ -633,4 +643,37 @@ fn import_errors_come_in_input_order_across_the_worker_chunks() {
     assert!(store.import_decisions(bad.as_slice(), batched, |_| {}).is_err());
     assert_eq!(store.decision_counts().unwrap().decisions, 200, "the committed batches stay");
     assert_eq!(store.check().unwrap(), vec![]);
+}
+
+/// `tree --format jsonl` is the nested document flattened: same nodes, same order, same parents.
+#[test]
+fn tree_jsonl_flattens_the_nested_json_in_both_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, id) = sample(dir.path());
+    let plan = Store::open_read_only(&path).unwrap().decision(id.parse().unwrap()).unwrap().plan_id().to_string();
+    for effective in [false, true] {
+        let mut args = vec!["tree", s(&path), &plan];
+        if effective {
+            args.push("--effective");
+        }
+        let nested: Value = serde_json::from_str(&ok(&[&args[..], &["--format", "json"]].concat())).unwrap();
+        let mut expected = Vec::new();
+        let mut stack: Vec<(Value, Value, u64)> =
+            nested["roots"].as_array().unwrap().iter().rev().map(|n| (n.clone(), Value::Null, 0)).collect();
+        while let Some((node, parent, level)) = stack.pop() {
+            let children = node["children"].as_array().unwrap().clone();
+            stack.extend(children.iter().rev().map(|c| (c.clone(), node["decision_id"].clone(), level + 1)));
+            let mut flat = node.as_object().unwrap().clone();
+            flat.remove("children");
+            flat.insert("parent".into(), parent);
+            flat.insert("level".into(), Value::from(level));
+            expected.push(Value::Object(flat));
+        }
+        let lines: Vec<Value> = ok(&[&args[..], &["--format", "jsonl"]].concat())
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines, expected, "effective {effective}");
+        assert!(!lines.is_empty());
+    }
 }

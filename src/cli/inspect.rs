@@ -245,6 +245,23 @@ struct TreeNodeHead<'a> {
     effective: bool,
 }
 
+impl<'a> TreeNodeHead<'a> {
+    fn of(tree: &'a DecisionTree, d: &'a Decision) -> Self {
+        let id = d.decision_id();
+        TreeNodeHead {
+            decision_id: id,
+            decision_type: d.decision_type().as_str(),
+            sequence: d.sequence(),
+            depth: tree.depth(id).unwrap_or(0),
+            confidence_score: d.confidence_score(),
+            chosen_option: d.chosen_option(),
+            corrected_by: tree.corrected_by(id),
+            superseded_by: d.superseded_by(),
+            effective: tree.is_effective(id),
+        }
+    }
+}
+
 /// Indentation stops growing here, so a plan a million levels deep prints
 /// in linear space; deeper levels show how many levels are not drawn.
 const MAX_INDENT: usize = 32;
@@ -311,23 +328,8 @@ fn json_tree(tree: &DecisionTree, plan: &str, view: &TreeView<'_>, out: &mut imp
         }
         out.write_all(b"\n")?;
         out.write_all(&b"  ".repeat(n.level.min(MAX_INDENT) + 1))?;
-        let d = n.decision;
-        let id = d.decision_id();
         head.clear();
-        serde_json::to_writer(
-            &mut head,
-            &TreeNodeHead {
-                decision_id: id,
-                decision_type: d.decision_type().as_str(),
-                sequence: d.sequence(),
-                depth: tree.depth(id).unwrap_or(0),
-                confidence_score: d.confidence_score(),
-                chosen_option: d.chosen_option(),
-                corrected_by: tree.corrected_by(id),
-                superseded_by: d.superseded_by(),
-                effective: tree.is_effective(id),
-            },
-        )?;
+        serde_json::to_writer(&mut head, &TreeNodeHead::of(tree, n.decision))?;
         head.pop(); // the closing brace: children follow
         out.write_all(&head)?;
         out.write_all(b",\"children\":[")?;
@@ -338,6 +340,30 @@ fn json_tree(tree: &DecisionTree, plan: &str, view: &TreeView<'_>, out: &mut imp
         open -= 1;
     }
     out.write_all(b"\n]}\n")
+}
+
+/// One line of `tree --format jsonl`.
+#[derive(Serialize)]
+struct TreeLine<'a> {
+    /// The parent shown in this view (with `--effective`, the nearest ancestor that stands).
+    parent: Option<DecisionId>,
+    level: usize,
+    #[serde(flatten)]
+    node: TreeNodeHead<'a>,
+}
+
+/// The view as JSON Lines: flat, so any JSON reader takes a plan of any depth.
+fn jsonl_tree(tree: &DecisionTree, view: &TreeView<'_>, out: &mut impl Write) -> io::Result<()> {
+    for n in &view.nodes {
+        let line = TreeLine {
+            parent: n.parent.map(|p| view.nodes[p].decision.decision_id()),
+            level: n.level,
+            node: TreeNodeHead::of(tree, n.decision),
+        };
+        serde_json::to_writer(&mut *out, &line)?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
 }
 
 fn dot_escape(s: &str) -> String {
@@ -427,6 +453,7 @@ pub fn tree(db: &Path, plan: &str, effective_only: bool, format: TreeFormat) -> 
     let mut out = stdout();
     match format {
         TreeFormat::Json => json_tree(&tree, &plan, &view, &mut out)?,
+        TreeFormat::Jsonl => jsonl_tree(&tree, &view, &mut out)?,
         TreeFormat::Dot => dot(&tree, &plan, &view, &mut out)?,
         TreeFormat::Mermaid => mermaid(&tree, &view, &mut out)?,
         TreeFormat::Text => {

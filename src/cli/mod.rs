@@ -36,7 +36,11 @@ pub enum Format {
 pub enum TreeFormat {
     #[default]
     Text,
+    /// One nested JSON document (`roots`, each node with its `children`).
     Json,
+    /// One JSON object a line, depth first, each naming its `parent` in the
+    /// view and its `level`: parseable however deep the plan is.
+    Jsonl,
     /// Graphviz.
     Dot,
     /// Mermaid flowchart (renders in Markdown viewers).
