@@ -411,7 +411,7 @@ fn check_reports_dangling_rows_of_every_table_and_never_fails() {
 /// A store big enough that its outputs overflow a pipe's buffer.
 fn big_store(dir: &Path) -> PathBuf {
     let (file, db) = (dir.join("big.jsonl"), dir.join("big.db"));
-    chain_file(&file, 3_000);
+    chain_file(&file, 10_000);
     ok(&["import", s(&db), s(&file)]);
     db
 }
@@ -448,6 +448,8 @@ fn a_closed_pipe_ends_every_command_quietly() {
         vec!["impact", db, &first],
         vec!["show", db, &first],
     ] {
+        // Only an output larger than the pipe's buffer meets the closed end.
+        assert!(ok(&args).len() > 128 << 10, "{args:?}: too small to fill a pipe twice over");
         let (code, line, stderr) = first_line_then_close(&args);
         assert!(!line.is_empty(), "{args:?} printed nothing");
         assert_eq!((code, stderr.as_str()), (0, ""), "{args:?}");
@@ -676,4 +678,63 @@ fn tree_jsonl_flattens_the_nested_json_in_both_views() {
         assert_eq!(lines, expected, "effective {effective}");
         assert!(!lines.is_empty());
     }
+}
+
+/// An anchor pins an entry in the middle of a plan's chain: removing that
+/// entry fails the anchor even though later entries follow.
+#[test]
+fn an_anchor_whose_entry_was_removed_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, id) = sample(dir.path());
+    let mut store = Store::open(&path).unwrap();
+    let plan = store.decision(id.parse().unwrap()).unwrap().plan_id();
+    let anchor =
+        store.digest().unwrap().plans.into_iter().find(|a| a.scope == AnchorScope::Plan(plan.to_string())).unwrap();
+    let later = decision_store::Decision::builder(plan, DecisionType::UserIntervention, 50).build().unwrap();
+    store.insert(&later).unwrap();
+    drop(store);
+    assert_eq!(dstore(&["check", s(&path), "--expect", &anchor.to_string()]).code, 0);
+    let conn = raw(&path);
+    conn.execute_batch(
+        "PRAGMA foreign_keys = OFF; DROP TRIGGER decisions_no_delete; DROP TRIGGER supersessions_no_delete;",
+    )
+    .unwrap();
+    let (plan, n) = (plan.to_string(), anchor.entries as i64);
+    let removed = conn
+        .execute("DELETE FROM decisions WHERE plan_id = ?1 AND chain_index = ?2", rusqlite::params![plan, n])
+        .unwrap()
+        + conn
+            .execute("DELETE FROM supersessions WHERE plan_id = ?1 AND chain_index = ?2", rusqlite::params![plan, n])
+            .unwrap();
+    assert_eq!(removed, 1);
+    drop(conn);
+    let r = dstore(&["check", s(&path), "--expect", &anchor.to_string(), "--format", "json"]);
+    assert_eq!(r.code, 1);
+    let report: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert!(
+        report["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["kind"] == "anchor_mismatch" && p["message"].as_str().unwrap().contains("is missing")),
+        "{report:#}"
+    );
+}
+
+/// Every statement inside one `read_snapshot` sees the file as it was when it began.
+#[test]
+fn a_read_snapshot_does_not_see_a_commit_made_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = sample(dir.path());
+    let reader = Store::open_read_only(&path).unwrap();
+    let mut writer = Store::open(&path).unwrap();
+    let (inside, after_commit) = reader
+        .read_snapshot(|r| {
+            let before = r.decision_counts()?.decisions;
+            writer.insert_many(PlanBuilder::new().root("meanwhile").build()?.decisions())?;
+            Ok((before, r.decision_counts()?.decisions))
+        })
+        .unwrap();
+    assert_eq!(inside, after_commit, "the commit showed up inside the snapshot");
+    assert_eq!(reader.decision_counts().unwrap().decisions, inside + 1, "and shows up after it");
 }

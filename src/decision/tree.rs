@@ -228,13 +228,18 @@ impl DecisionTree {
     pub fn standing(&self, id: DecisionId) -> Option<&Decision> {
         let mut cur = self.get(id)?;
         for _ in 0..=self.decisions.len() {
-            let next = self.corrected_by(cur.decision_id()).last().copied().or(cur.superseded_by());
-            match next.and_then(|n| self.get(n)) {
+            match self.replaced_by(cur) {
                 Some(n) => cur = n,
                 None => return Some(cur),
             }
         }
         None // a loop, which a store never lets in
+    }
+
+    /// One step towards what stands: the latest correction of `d`, else what supersedes it.
+    fn replaced_by(&self, d: &Decision) -> Option<&Decision> {
+        let next = self.corrected_by(d.decision_id()).last().copied().or(d.superseded_by());
+        next.and_then(|n| self.get(n))
     }
 
     /// The decision that stands for each decision, in [`DecisionTree::decisions`]
@@ -245,11 +250,7 @@ impl DecisionTree {
         const UNKNOWN: usize = usize::MAX;
         const LOOPS: usize = usize::MAX - 1;
         let n = self.decisions.len();
-        let next = |i: usize| -> Option<usize> {
-            let d = &self.decisions[i];
-            let step = self.corrected_by(d.decision_id()).last().copied().or(d.superseded_by());
-            step.and_then(|s| self.index.get(&s)).map(|x| x.index())
-        };
+        let next = |i: usize| self.replaced_by(&self.decisions[i]).map(|d| self.index[&d.decision_id()].index());
         let mut result = vec![UNKNOWN; n];
         let mut on_path = vec![false; n];
         let mut path = Vec::new();
@@ -305,14 +306,10 @@ impl DecisionTree {
                 anchor[i] = if shown(p) { p } else { anchor[p] };
             }
         }
-        let mut reached = vec![false; n];
-        for &i in &order {
-            reached[i] = true;
-        }
         // Children lists in sequence order, as one array sliced by parent
         // (a stable sort keeps the sequence order of `decisions`); TOP is `n`.
         let mut pairs: Vec<(usize, usize)> = (0..n)
-            .filter(|&i| reached[i] && shown(i))
+            .filter(|&i| self.depth[i].is_some() && shown(i)) // reached from a root
             .map(|i| (if anchor[i] == TOP { n } else { anchor[i] }, i))
             .collect();
         pairs.sort_by_key(|p| p.0);

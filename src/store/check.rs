@@ -165,7 +165,6 @@ struct PlanWalk {
     plan: String,
     entries: i64,
     head: Hash,
-    broken: bool,
     /// Last (chain index, chain hash) at or below each store anchor's log length.
     at_anchor: Vec<Option<(i64, Hash)>>,
 }
@@ -293,7 +292,6 @@ impl Store {
                     plan: plan.clone(),
                     entries: 0,
                     head: integrity::GENESIS,
-                    broken: false,
                     at_anchor: vec![None; store_anchors.len()],
                 });
             }
@@ -308,7 +306,6 @@ impl Store {
             let stored_chain = integrity::from_hex(chain);
             let expected_chain = integrity::from_hex(content).map(|c| integrity::link(&walk.head, &c));
             if index != walk.entries + 1 {
-                walk.broken = true;
                 problems.push(Problem::new(
                     ProblemKind::ChainBroken,
                     Some(e.id.clone()),
@@ -318,7 +315,6 @@ impl Store {
                     ),
                 ));
             } else if stored_chain.is_none() || stored_chain != expected_chain {
-                walk.broken = true;
                 problems.push(Problem::new(
                     ProblemKind::ChainBroken,
                     Some(e.id.clone()),
@@ -332,11 +328,9 @@ impl Store {
                     *slot = Some((index, walk.head));
                 }
             }
-            for anchor in plan_anchors.get(plan.as_str()).into_iter().flatten() {
-                if index == anchor.entries as i64 {
-                    compared.insert((plan.clone(), anchor.entries));
-                }
-                if index == anchor.entries as i64 && walk.head != anchor.hash {
+            for anchor in plan_anchors.get(plan.as_str()).into_iter().flatten().filter(|a| a.entries as i64 == index) {
+                compared.insert((plan.clone(), anchor.entries));
+                if walk.head != anchor.hash {
                     problems.push(Problem::new(
                         ProblemKind::AnchorMismatch,
                         Some(e.id.clone()),
@@ -348,15 +342,16 @@ impl Store {
         drop(rows);
         for (plan, list) in &plan_anchors {
             let entries = walks.iter().find(|w| w.plan == *plan).map_or(0, |w| w.entries);
-            for a in list.iter().filter(|a| a.entries as i64 > entries) {
-                problems.push(Problem::new(
-                    ProblemKind::AnchorMismatch,
-                    None,
+            for a in list.iter().filter(|a| !compared.contains(&(plan.to_string(), a.entries))) {
+                let message = if a.entries as i64 > entries {
                     format!(
                         "plan {plan} has {entries} entries, fewer than the {} of the anchored digest {a}",
                         a.entries
-                    ),
-                ));
+                    )
+                } else {
+                    format!("entry {} of plan {plan}, which the anchored digest {a} pins, is missing", a.entries)
+                };
+                problems.push(Problem::new(ProblemKind::AnchorMismatch, None, message));
             }
         }
         self.check_summaries(&walks, problems)?;
@@ -372,11 +367,8 @@ impl Store {
                 ),
             ));
         }
-        let kept: Option<i64> = self
-            .conn
-            .query_row("SELECT entries FROM store_log WHERE id = 1", [], |r| r.get(0))
-            .optional()
-            .map_err(storage)?;
+        let kept: Option<i64> =
+            self.conn.query_row(super::decisions::LOG_LENGTH, [], |r| r.get(0)).optional().map_err(storage)?;
         if kept != Some(total) {
             problems.push(Problem::new(
                 ProblemKind::SummaryMismatch,

@@ -18,19 +18,19 @@ const INSERT: &str = "INSERT INTO decisions (decision_id, plan_id, parent_decisi
 const INSERT_SUPERSESSION: &str = "INSERT INTO supersessions \
      (decision_id, superseded_by, plan_id, content_hash, chain_index, chain_hash, log_index) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+/// The length of the store's log.
+pub(super) const LOG_LENGTH: &str = "SELECT entries FROM store_log WHERE id = 1";
 /// The chain head of a plan.
 const PLAN_HEAD: &str = "SELECT entries, head_hash FROM plans WHERE plan_id = ?1";
-/// Adds a transaction's changes to a plan's kept row.
-const FLUSH_PLAN: &str = "INSERT INTO plans (plan_id, decisions, corrections, superseded, max_depth, \
-     first_decision_id, last_decision_id, entries, head_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
-     ON CONFLICT (plan_id) DO UPDATE SET decisions = decisions + excluded.decisions, \
-     corrections = corrections + excluded.corrections, superseded = superseded + excluded.superseded, \
-     max_depth = max(max_depth, excluded.max_depth), \
-     first_decision_id = min(first_decision_id, coalesce(excluded.first_decision_id, first_decision_id)), \
-     last_decision_id = max(last_decision_id, coalesce(excluded.last_decision_id, last_decision_id)), \
-     entries = excluded.entries, head_hash = excluded.head_hash";
-const FLUSH_SUPERSESSIONS: &str =
-    "UPDATE plans SET superseded = superseded + ?2, entries = ?3, head_hash = ?4 WHERE plan_id = ?1";
+/// A plan's first kept row, written when its first decisions commit.
+const INSERT_PLAN: &str = "INSERT INTO plans (plan_id, decisions, corrections, superseded, max_depth, \
+     first_decision_id, last_decision_id, entries, head_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+/// Adds a transaction's changes to a plan's kept row (`first`/`last` NULL when it stored no decision).
+const UPDATE_PLAN: &str = "UPDATE plans SET decisions = decisions + ?2, corrections = corrections + ?3, \
+     superseded = superseded + ?4, max_depth = max(max_depth, ?5), \
+     first_decision_id = min(first_decision_id, coalesce(?6, first_decision_id)), \
+     last_decision_id = max(last_decision_id, coalesce(?7, last_decision_id)), \
+     entries = ?8, head_hash = ?9 WHERE plan_id = ?1";
 const COUNT_TYPES: &str = "INSERT INTO decision_type_counts (decision_type, decisions) VALUES (?1, ?2) \
      ON CONFLICT (decision_type) DO UPDATE SET decisions = decisions + excluded.decisions";
 
@@ -46,7 +46,7 @@ macro_rules! select_decisions {
 
 pub(super) const DECISION_BY_ID: &str = concat!(select_decisions!(), " WHERE d.decision_id = ?1");
 pub(super) const PLAN_ROWS: &str = concat!(select_decisions!(), " WHERE d.plan_id = ?1 ORDER BY d.sequence");
-/// The columns of [`Store::decision_tree_outline`], by position.
+/// The scalar columns of a plan's rows, for [`Store::decision_tree_outline`].
 pub(super) const OUTLINE_ROWS: &str =
     "SELECT d.decision_id, d.plan_id, d.parent_decision_id, d.sequence, d.decision_type, \
      d.chosen_option, d.confidence_score, s.superseded_by, d.corrects_decision_id \
@@ -94,13 +94,19 @@ struct Cols {
     sequence: usize,
     decision_type: usize,
     chosen_option: usize,
-    rationale: usize,
     confidence: usize,
+    corrects: usize,
+    superseded_by: usize,
+    /// `None` for an outline query (see [`Store::decision_tree_outline`]).
+    full: Option<FullCols>,
+}
+
+/// The rationale and the JSON columns, which an outline leaves out.
+struct FullCols {
+    rationale: usize,
     alternatives: usize,
     context_snapshot: usize,
     artifacts: usize,
-    corrects: usize,
-    superseded_by: usize,
     downstream_decisions: usize,
     downstream_plans: usize,
     metadata: usize,
@@ -109,6 +115,19 @@ struct Cols {
 impl Cols {
     fn of(stmt: &rusqlite::Statement<'_>) -> rusqlite::Result<Cols> {
         let at = |name: &str| stmt.column_index(name);
+        // A query selects either every column or none of the full ones.
+        let full = match at("rationale") {
+            Err(_) => None,
+            Ok(rationale) => Some(FullCols {
+                rationale,
+                alternatives: at("alternatives")?,
+                context_snapshot: at("context_snapshot")?,
+                artifacts: at("artifacts_produced")?,
+                downstream_decisions: at("downstream_decision_ids")?,
+                downstream_plans: at("downstream_plan_ids")?,
+                metadata: at("metadata")?,
+            }),
+        };
         Ok(Cols {
             decision_id: at("decision_id")?,
             plan_id: at("plan_id")?,
@@ -116,16 +135,10 @@ impl Cols {
             sequence: at("sequence")?,
             decision_type: at("decision_type")?,
             chosen_option: at("chosen_option")?,
-            rationale: at("rationale")?,
             confidence: at("confidence_score")?,
-            alternatives: at("alternatives")?,
-            context_snapshot: at("context_snapshot")?,
-            artifacts: at("artifacts_produced")?,
             corrects: at("corrects_decision_id")?,
             superseded_by: at("superseded_by")?,
-            downstream_decisions: at("downstream_decision_ids")?,
-            downstream_plans: at("downstream_plan_ids")?,
-            metadata: at("metadata")?,
+            full,
         })
     }
 }
@@ -153,9 +166,7 @@ fn from_row(row: &Row<'_>, c: &Cols) -> rusqlite::Result<Result<Decision>> {
         .plan_id(row.get_ref(c.plan_id)?.as_str()?)
         .decision_id(row.get_ref(c.decision_id)?.as_str()?)
         .chosen_option(row.get::<_, String>(c.chosen_option)?)
-        .rationale(row.get::<_, String>(c.rationale)?)
         .confidence_score(row.get::<_, Option<f64>>(c.confidence)?)
-        .context_snapshot(column_json(row, c.context_snapshot, "context_snapshot")?)
         .is_correction(corrects.is_some())
         .corrects_decision_id(corrects);
     if let Some(p) = row.get_ref(c.parent)?.as_str_or_null()? {
@@ -164,22 +175,37 @@ fn from_row(row: &Row<'_>, c: &Cols) -> rusqlite::Result<Result<Decision>> {
     if let Some(s) = row.get_ref(c.superseded_by)?.as_str_or_null()? {
         b = b.superseded_by(s);
     }
-    for a in column_json::<Vec<_>>(row, c.alternatives, "alternatives")? {
-        b = b.alternative(a);
-    }
-    for a in column_json::<Vec<_>>(row, c.artifacts, "artifacts_produced")? {
-        b = b.artifact(a);
-    }
-    for id in column_json::<Vec<String>>(row, c.downstream_decisions, "downstream_decision_ids")? {
-        b = b.downstream_decision(id);
-    }
-    for id in column_json::<Vec<String>>(row, c.downstream_plans, "downstream_plan_ids")? {
-        b = b.downstream_plan(id);
-    }
-    for (k, v) in column_json::<serde_json::Map<_, _>>(row, c.metadata, "metadata")? {
-        b = b.metadata(k, v);
+    if let Some(f) = &c.full {
+        b = b.rationale(row.get::<_, String>(f.rationale)?).context_snapshot(column_json(
+            row,
+            f.context_snapshot,
+            "context_snapshot",
+        )?);
+        for a in column_json::<Vec<_>>(row, f.alternatives, "alternatives")? {
+            b = b.alternative(a);
+        }
+        for a in column_json::<Vec<_>>(row, f.artifacts, "artifacts_produced")? {
+            b = b.artifact(a);
+        }
+        for id in column_json::<Vec<String>>(row, f.downstream_decisions, "downstream_decision_ids")? {
+            b = b.downstream_decision(id);
+        }
+        for id in column_json::<Vec<String>>(row, f.downstream_plans, "downstream_plan_ids")? {
+            b = b.downstream_plan(id);
+        }
+        for (k, v) in column_json::<serde_json::Map<_, _>>(row, f.metadata, "metadata")? {
+            b = b.metadata(k, v);
+        }
     }
     Ok(Decision::try_from(b))
+}
+
+/// Every decision a query for one plan returns, decoded with [`from_row`].
+fn rows_of_plan(conn: &Connection, sql: &str, plan: PlanId) -> Result<Vec<Decision>> {
+    let mut stmt = conn.prepare_cached(sql).map_err(storage)?;
+    let cols = Cols::of(&stmt).map_err(storage)?;
+    let rows = stmt.query_map([plan.to_string()], |r| from_row(r, &cols)).map_err(storage)?;
+    collect(rows)
 }
 
 fn collect(rows: impl Iterator<Item = rusqlite::Result<Result<Decision>>>) -> Result<Vec<Decision>> {
@@ -208,6 +234,8 @@ fn plan_of(tx: &Connection, id: &str) -> rusqlite::Result<Option<(String, Option
 
 /// A plan's chain head and the changes to its kept counts in this transaction.
 struct PlanState {
+    /// The plan has a row in `plans` already.
+    stored: bool,
     entries: i64,
     head: Hash,
     decisions: i64,
@@ -243,16 +271,12 @@ impl Ledger {
                 .query_row([plan], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()
                 .map_err(storage)?;
-            let (entries, head) = match head {
-                None => (0, integrity::GENESIS),
-                Some((n, hex)) => {
-                    let head = integrity::from_hex(&hex).ok_or_else(|| {
-                        Error::Corrupt(format!("plans.head_hash of plan {plan} is not a hash; run `dstore check`"))
-                    })?;
-                    (n, head)
-                }
+            let (stored, entries, head) = match head {
+                None => (false, 0, integrity::GENESIS),
+                Some((n, hex)) => (true, n, kept_head(plan, &hex)?),
             };
             let state = PlanState {
+                stored,
                 entries,
                 head,
                 decisions: 0,
@@ -270,11 +294,8 @@ impl Ledger {
     /// Where the next entry of `plan` goes; nothing changes until [`Ledger::appended`].
     fn next_entry(&mut self, tx: &Connection, plan: &str, content: &Hash) -> Result<Entry> {
         if self.log.is_none() {
-            let n: i64 = tx
-                .prepare_cached("SELECT entries FROM store_log WHERE id = 1")
-                .map_err(storage)?
-                .query_row([], |r| r.get(0))
-                .map_err(storage)?;
+            let n: i64 =
+                tx.prepare_cached(LOG_LENGTH).map_err(storage)?.query_row([], |r| r.get(0)).map_err(storage)?;
             self.log = Some(n);
         }
         let log_index = self.log.expect("loaded above") + 1;
@@ -318,18 +339,8 @@ impl Ledger {
                 .execute([n])
                 .map_err(storage)?;
         }
-        for (plan, s) in self.plans.drain() {
-            if s.decisions == 0 {
-                if s.superseded > 0 {
-                    // The plan's row exists: its decisions were stored before.
-                    tx.prepare_cached(FLUSH_SUPERSESSIONS)
-                        .map_err(storage)?
-                        .execute(params![plan, s.superseded, s.entries, integrity::to_hex(&s.head)])
-                        .map_err(storage)?;
-                }
-                continue;
-            }
-            tx.prepare_cached(FLUSH_PLAN)
+        for (plan, s) in self.plans.drain().filter(|(_, s)| s.decisions > 0 || s.superseded > 0) {
+            tx.prepare_cached(if s.stored { UPDATE_PLAN } else { INSERT_PLAN })
                 .map_err(storage)?
                 .execute(params![
                     plan,
@@ -351,6 +362,12 @@ impl Ledger {
         self.inserted.clear();
         Ok(())
     }
+}
+
+/// A plan's kept head hash, or [`Error::Corrupt`] when it is not one.
+fn kept_head(plan: &str, hex: &str) -> Result<Hash> {
+    integrity::from_hex(hex)
+        .ok_or_else(|| Error::Corrupt(format!("plans.head_hash of plan {plan} is not a hash; run `dstore check`")))
 }
 
 /// A new entry's place in its plan's chain and in the store's log.
@@ -652,10 +669,7 @@ impl Store {
     /// # Errors
     /// [`Error::Storage`] when rows cannot be read.
     pub fn plan_decisions(&self, plan: PlanId) -> Result<Vec<Decision>> {
-        let mut stmt = self.conn.prepare_cached(PLAN_ROWS).map_err(storage)?;
-        let cols = Cols::of(&stmt).map_err(storage)?;
-        let rows = stmt.query_map([plan.to_string()], |r| from_row(r, &cols)).map_err(storage)?;
-        collect(rows)
+        rows_of_plan(&self.conn, PLAN_ROWS, plan)
     }
 
     /// Every decision, ordered by plan then sequence, streamed to `f`.
@@ -685,11 +699,7 @@ impl Store {
     /// # Errors
     /// [`Error::PlanNotFound`] when the plan has no decisions.
     pub fn decision_tree(&self, plan: PlanId) -> Result<DecisionTree> {
-        let decisions = self.plan_decisions(plan)?;
-        if decisions.is_empty() {
-            return Err(Error::PlanNotFound(plan.to_string()));
-        }
-        Ok(DecisionTree::from_decisions(decisions))
+        self.tree_from(PLAN_ROWS, plan)
     }
 
     /// The plan's tree with each decision's ids, links, type, sequence,
@@ -703,27 +713,11 @@ impl Store {
     /// # Errors
     /// [`Error::PlanNotFound`] when the plan has no decisions.
     pub fn decision_tree_outline(&self, plan: PlanId) -> Result<DecisionTree> {
-        let mut stmt = self.conn.prepare_cached(OUTLINE_ROWS).map_err(storage)?;
-        let mut rows = stmt.query([plan.to_string()]).map_err(storage)?;
-        let mut decisions = Vec::new();
-        while let Some(r) = rows.next().map_err(storage)? {
-            let text = |i: usize| r.get_ref(i).and_then(|v| v.as_str_or_null().map_err(Into::into)).map_err(storage);
-            let decision_type = text(4)?.unwrap_or_default().parse::<DecisionType>()?;
-            let corrects = text(8)?;
-            let mut b = Decision::builder(plan, decision_type, r.get(3).map_err(storage)?)
-                .decision_id(text(0)?.unwrap_or_default())
-                .chosen_option(text(5)?.unwrap_or_default())
-                .confidence_score(r.get::<_, Option<f64>>(6).map_err(storage)?)
-                .is_correction(corrects.is_some())
-                .corrects_decision_id(corrects.map(str::to_owned));
-            if let Some(p) = text(2)? {
-                b = b.parent(p);
-            }
-            if let Some(s) = text(7)? {
-                b = b.superseded_by(s);
-            }
-            decisions.push(Decision::try_from(b)?);
-        }
+        self.tree_from(OUTLINE_ROWS, plan)
+    }
+
+    fn tree_from(&self, sql: &str, plan: PlanId) -> Result<DecisionTree> {
+        let decisions = rows_of_plan(&self.conn, sql, plan)?;
         if decisions.is_empty() {
             return Err(Error::PlanNotFound(plan.to_string()));
         }
@@ -847,14 +841,10 @@ impl Store {
             while let Some(r) = rows.next().map_err(storage)? {
                 let (plan, entries, head): (String, u64, String) =
                     (r.get(0).map_err(storage)?, r.get(1).map_err(storage)?, r.get(2).map_err(storage)?);
-                let hash = integrity::from_hex(&head)
-                    .ok_or_else(|| Error::Corrupt(format!("plans.head_hash of plan {plan} is not a hash")))?;
+                let hash = kept_head(&plan, &head)?;
                 plans.push(Anchor { scope: AnchorScope::Plan(plan), entries, hash });
             }
-            let entries: u64 = store
-                .conn
-                .query_row("SELECT entries FROM store_log WHERE id = 1", [], |r| r.get(0))
-                .map_err(storage)?;
+            let entries: u64 = store.conn.query_row(LOG_LENGTH, [], |r| r.get(0)).map_err(storage)?;
             let hash = integrity::store_digest(plans.iter().map(|a| match &a.scope {
                 AnchorScope::Plan(p) => (p.as_str(), a.entries, &a.hash),
                 AnchorScope::Store => unreachable!("plan anchors only"),

@@ -68,6 +68,13 @@ struct Chunk<T> {
     bytes: u64,
 }
 
+/// Progress over all inputs: their lines and bytes, and input `current`'s other counts.
+fn overall(reports: &[ImportReport], current: usize) -> ImportReport {
+    let lines = reports.iter().map(|r| r.lines).sum();
+    let bytes = reports.iter().map(|r| r.bytes).sum();
+    ImportReport { lines, bytes, ..reports[current] }
+}
+
 /// The longest line an import reads: memory stays bounded whatever the input.
 const MAX_LINE: u64 = 128 << 20;
 
@@ -500,9 +507,7 @@ impl Store {
                     }
                     if reports[source].lines % 10_000 == 0 {
                         reports[source].bytes = chunk.bytes;
-                        let lines = reports.iter().map(|r| r.lines).sum();
-                        let bytes = reports.iter().map(|r| r.bytes).sum();
-                        progress(&ImportReport { lines, bytes, ..reports[source] });
+                        progress(&overall(&reports, source));
                     }
                 }
                 reports[source].bytes = chunk.bytes;
@@ -522,9 +527,7 @@ impl Store {
             if in_batch > 0 || reports.iter().all(|r| r.batches == 0) {
                 reports[owner].batches += 1;
             }
-            let lines = reports.iter().map(|r| r.lines).sum();
-            let bytes = reports.iter().map(|r| r.bytes).sum();
-            progress(&ImportReport { lines, bytes, ..reports[owner] });
+            progress(&overall(&reports, owner));
             Ok(reports)
         })
     }

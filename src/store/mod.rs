@@ -169,10 +169,10 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(storage)?;
         let store = Store::new(conn, Some(path.to_owned()), true)?;
-        if !store.identify()? {
+        let Some(found) = store.identify()? else {
             return Err(Error::NotCreated { path: path.to_owned() });
-        }
-        let (found, supported) = (store.schema_version()?, supported_schema_version());
+        };
+        let supported = supported_schema_version();
         if found < supported {
             return Err(Error::NeedsUpgrade { path: path.to_owned(), found, supported });
         }
@@ -218,8 +218,9 @@ impl Store {
     }
 
     /// Checks, by reading only, that an existing SQLite file is a store this
-    /// library can use. Returns false for a blank SQLite file (no tables).
-    fn identify(&self) -> Result<bool> {
+    /// library can use; returns its schema version, or `None` for a blank
+    /// SQLite file (no tables).
+    fn identify(&self) -> Result<Option<i64>> {
         let not_sqlite = |e: rusqlite::Error| match e.sqlite_error_code() {
             Some(rusqlite::ErrorCode::NotADatabase) => Error::NotSqlite { path: self.display_path() },
             _ => storage(e),
@@ -229,7 +230,7 @@ impl Store {
             self.conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(not_sqlite)?;
         if app_id != APPLICATION_ID {
             if app_id == 0 && objects == 0 {
-                return Ok(false);
+                return Ok(None);
             }
             return Err(Error::NotAStore { path: self.display_path() });
         }
@@ -238,18 +239,17 @@ impl Store {
         if found > supported {
             return Err(Error::IncompatibleVersion { path: self.display_path(), found, supported });
         }
-        self.verify_history()?;
-        Ok(true)
+        if found > 0 {
+            self.verify_history()?;
+        }
+        Ok(Some(found))
     }
 
     /// Compares every migration recorded in the file with the library's
     /// migration of the same version, by reading only. refinery validates
     /// only when a migration is pending; this runs on every open, so a file
-    /// whose schema was changed outside the library is never written.
+    /// whose recorded history differs from the library's is never written.
     fn verify_history(&self) -> Result<()> {
-        if self.schema_version()? == 0 {
-            return Ok(());
-        }
         let known: std::collections::HashMap<i64, (String, String)> = embedded::migrations::runner()
             .get_migrations()
             .iter()
@@ -264,24 +264,12 @@ impl Store {
             .map_err(storage)?;
         for row in rows {
             let (version, name, found) = row.map_err(storage)?;
-            let Some((expected_name, expected)) = known.get(&version) else {
-                return Err(Error::MigrationMismatch {
-                    path: self.display_path(),
-                    version,
-                    name,
-                    found,
-                    expected: "no such migration".into(),
-                });
+            let expected = match known.get(&version) {
+                Some((n, checksum)) if *n == name && *checksum == found => continue,
+                Some((_, checksum)) => checksum.clone(),
+                None => "no such migration".into(),
             };
-            if *expected_name != name || *expected != found {
-                return Err(Error::MigrationMismatch {
-                    path: self.display_path(),
-                    version,
-                    name,
-                    found,
-                    expected: expected.clone(),
-                });
-            }
+            return Err(Error::MigrationMismatch { path: self.display_path(), version, name, found, expected });
         }
         Ok(())
     }
