@@ -490,7 +490,7 @@ fn a_version_1_store_needs_an_upgrade_to_be_read_and_upgrades_with_hashes() {
     let copy = dir.path().join("v1.db");
     std::fs::copy(fixture("v1-demo.db"), &copy).unwrap();
     let before = std::fs::read(&copy).unwrap();
-    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 2, .. })));
+    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 3, .. })));
     let r = dstore(&["info", s(&copy)]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("older") && r.stderr.contains("dstore init"), "{}", r.stderr);
@@ -515,6 +515,74 @@ fn a_version_1_store_needs_an_upgrade_to_be_read_and_upgrades_with_hashes() {
     let anchor = digest.store.to_string();
     drop(store);
     assert_eq!(dstore(&["check", s(&copy), "--expect", &anchor]).code, 0);
+}
+
+/// The schema of a store file: every table, index, view and trigger with its
+/// columns, for comparing an upgraded file with a fresh one.
+fn schema_of(path: &Path) -> Vec<(String, String, String)> {
+    let conn = Connection::open(path).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT m.type, m.name, coalesce(group_concat(i.name || ' ' || i.type || ' ' || i.pk || ' ' || i.\"notnull\", ', '), '') \
+             FROM sqlite_master m LEFT JOIN pragma_table_info(m.name) i \
+             WHERE m.name NOT LIKE 'sqlite_%' GROUP BY m.type, m.name ORDER BY m.type, m.name",
+        )
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
+fn a_version_2_store_upgrades_without_rewriting_a_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("v2.db");
+    std::fs::copy(fixture("v2-demo.db"), &copy).unwrap();
+    let rows = |p: &Path| -> Vec<Vec<String>> {
+        let conn = Connection::open(p).unwrap();
+        let mut stmt = conn.prepare("SELECT rowid, * FROM decisions ORDER BY rowid").unwrap();
+        let n = stmt.column_count();
+        let mut rows = stmt.query([]).unwrap();
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().unwrap() {
+            out.push((0..n).map(|i| format!("{:?}", r.get_ref(i).unwrap())).collect());
+        }
+        out
+    };
+    let before = rows(&copy);
+    assert_eq!(before.len(), 17);
+    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 2, supported: 3, .. })));
+    // Taken by the version 2 binary that wrote the fixture.
+    let digest = std::fs::read_to_string(fixture("v2-demo.digest")).unwrap();
+
+    ok(&["init", s(&copy)]);
+    // Same rows, rowids and hashes: every anchor of the old file holds.
+    assert_eq!(rows(&copy), before);
+    assert!(ok(&["check", s(&copy)]).starts_with("ok"));
+    assert_eq!(ok(&["digest", s(&copy)]), digest);
+    for anchor in digest.lines() {
+        assert_eq!(dstore(&["check", s(&copy), "--expect", anchor]).code, 0, "{anchor}");
+    }
+    let fresh = dir.path().join("fresh.db");
+    drop(Store::open(&fresh).unwrap());
+    assert_eq!(schema_of(&copy), schema_of(&fresh));
+
+    // The rebuilt tables keep their rules: append-only, one supersession a decision, types checked.
+    let conn = raw(&copy);
+    for sql in [
+        "UPDATE decisions SET rationale = 'x'",
+        "DELETE FROM decisions",
+        "DELETE FROM supersessions",
+        "INSERT INTO supersessions (decision_id, superseded_by) SELECT decision_id, superseded_by FROM supersessions",
+        "INSERT INTO decisions (decision_id, plan_id, sequence, decision_type, chosen_option, rationale, alternatives, \
+         context_snapshot, artifacts_produced, downstream_decision_ids, downstream_plan_ids, metadata) \
+         VALUES ('X', 'P', 0, 'not_a_type', '', '', '[]', '{}', '[]', '[]', '[]', '{}')",
+    ] {
+        assert!(conn.execute(sql, []).is_err(), "{sql} was allowed");
+    }
+    drop(conn);
+    let mut store = Store::open(&copy).unwrap();
+    let plan = PlanBuilder::new().root("after the upgrade").build().unwrap();
+    store.insert_many(plan.decisions()).unwrap();
+    assert_eq!(store.check().unwrap(), vec![]);
 }
 
 // ------------------------------------------------------------------ graph imports
