@@ -300,12 +300,7 @@ impl Ledger {
         }
         let log_index = self.log.expect("loaded above") + 1;
         let state = self.plan(tx, plan)?;
-        Ok(Entry {
-            content: integrity::to_hex(content),
-            chain_index: state.entries + 1,
-            chain_hash: integrity::link(&state.head, content),
-            log_index,
-        })
+        Ok(Entry { chain_index: state.entries + 1, chain_hash: integrity::link(&state.head, content), log_index })
     }
 
     /// Records an entry whose row was written.
@@ -319,15 +314,20 @@ impl Ledger {
 
     /// Checks that a referenced decision is stored in `plan`; returns its depth.
     fn reference(&self, tx: &Connection, field: &'static str, id: DecisionId, plan: PlanId) -> Result<i64> {
-        let found = match self.inserted.get(&id) {
-            Some(&(p, depth)) => Some((p.to_string(), Some(depth))),
-            None => plan_of(tx, &id.to_string()).map_err(storage)?,
+        let (other_plan, depth) = match self.inserted.get(&id) {
+            Some(&(p, depth)) if p == plan => return Ok(depth),
+            Some(&(p, depth)) => (p.to_string(), Some(depth)),
+            None => plan_of(tx, &id.to_string()).map_err(storage)?.ok_or_else(|| Error::MissingReference {
+                field,
+                id: id.to_string(),
+                plan_id: plan.to_string(),
+            })?,
         };
         let plan_id = plan.to_string();
-        match found {
-            Some((p, depth)) if p == plan_id => Ok(depth.unwrap_or(0)),
-            Some((other_plan, _)) => Err(Error::CrossPlanReference { field, id: id.to_string(), plan_id, other_plan }),
-            None => Err(Error::MissingReference { field, id: id.to_string(), plan_id }),
+        if other_plan == plan_id {
+            Ok(depth.unwrap_or(0))
+        } else {
+            Err(Error::CrossPlanReference { field, id: id.to_string(), plan_id, other_plan })
         }
     }
 
@@ -372,7 +372,6 @@ fn kept_head(plan: &str, hex: &str) -> Result<Hash> {
 
 /// A new entry's place in its plan's chain and in the store's log.
 struct Entry {
-    content: String,
     chain_index: i64,
     chain_hash: Hash,
     log_index: i64,
@@ -388,6 +387,7 @@ pub(crate) fn insert_row(tx: &Transaction<'_>, ledger: &mut Ledger, d: &Decision
 /// The column texts and content hash of a decision row: everything about
 /// an insert that needs no database, so an import computes it on another
 /// thread while this one writes.
+#[derive(Clone)]
 pub(crate) struct PreparedRow {
     id: String,
     plan: String,
@@ -400,6 +400,8 @@ pub(crate) struct PreparedRow {
     downstream_plans: String,
     metadata: String,
     content: Hash,
+    /// `content` in hex, as the row stores it.
+    content_hex: String,
 }
 
 impl PreparedRow {
@@ -416,6 +418,7 @@ impl PreparedRow {
             downstream_plans: json(d.downstream_plan_ids()),
             metadata: json(d.metadata()),
             content: integrity::GENESIS,
+            content_hex: String::new(),
         };
         row.content = integrity::decision_hash(&[
             Field::Text(&row.id),
@@ -434,6 +437,7 @@ impl PreparedRow {
             Field::Text(&row.downstream_plans),
             Field::Text(&row.metadata),
         ]);
+        row.content_hex = integrity::to_hex(&row.content);
         row
     }
 }
@@ -464,6 +468,7 @@ pub(crate) fn insert_prepared(
         downstream_plans,
         metadata,
         content,
+        content_hex,
     } = row;
     let entry = ledger.next_entry(tx, plan, content)?;
     let mut stmt = tx.prepare_cached(INSERT).map_err(storage)?;
@@ -484,7 +489,7 @@ pub(crate) fn insert_prepared(
         downstream_plans,
         metadata,
         depth,
-        entry.content,
+        content_hex,
         entry.chain_index,
         integrity::to_hex(&entry.chain_hash),
         entry.log_index,
@@ -589,7 +594,15 @@ pub(crate) fn link_supersession(
     let chain_hash = integrity::to_hex(&entry.chain_hash);
     tx.prepare_cached(INSERT_SUPERSESSION)
         .map_err(storage)?
-        .execute(params![old, new, old_plan, entry.content, entry.chain_index, chain_hash, entry.log_index])
+        .execute(params![
+            old,
+            new,
+            old_plan,
+            integrity::to_hex(&content),
+            entry.chain_index,
+            chain_hash,
+            entry.log_index
+        ])
         .map_err(storage)?;
     ledger.appended(&old_plan, &entry).superseded += 1;
     Ok(true)

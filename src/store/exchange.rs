@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
+use std::ops::Range;
 use std::sync::mpsc;
 
 use rusqlite::Transaction;
@@ -58,13 +59,31 @@ impl std::fmt::Display for ImportReport {
 const CHUNK: usize = 256;
 const IN_FLIGHT: usize = 4;
 
-/// Lines of one input on their way to and from the import's worker thread.
-struct Chunk<T> {
+/// Lines of one input on their way to the import's worker thread: one
+/// buffer of text, so reading costs no allocation per line.
+struct Work {
     source: usize,
-    lines: Vec<(u64, T)>,
-    /// A read error after the last line (bad UTF-8, an endless line).
+    text: Vec<u8>,
+    /// Each line's number and its bytes in `text`.
+    lines: Vec<(u64, Range<usize>)>,
+    /// A read error after the last line (an endless line, a failing reader).
     error: Option<Error>,
     /// Bytes of the input read up to the end of this chunk.
+    bytes: u64,
+}
+
+/// What the writer sends its worker: lines to parse, or parsed records it
+/// is done with, to be freed on the thread that allocated them.
+enum ToWorker<T> {
+    Parse(Work),
+    Free(Vec<(u64, Result<T>)>),
+}
+
+/// Parsed lines on their way back: the non-blank ones, in input order.
+struct Parsed<T> {
+    source: usize,
+    lines: Vec<(u64, Result<T>)>,
+    error: Option<Error>,
     bytes: u64,
 }
 
@@ -78,43 +97,41 @@ fn overall(reports: &[ImportReport], current: usize) -> ImportReport {
 /// The longest line an import reads: memory stays bounded whatever the input.
 const MAX_LINE: u64 = 128 << 20;
 
-/// Reads non-blank lines with their 1-based numbers; invalid UTF-8 is an error naming the line.
+/// Reads numbered lines of an input into chunk buffers.
 struct Lines<R> {
     reader: R,
-    buf: Vec<u8>,
     line: u64,
     bytes: u64,
 }
 
 impl<R: BufRead> Lines<R> {
     fn new(reader: R) -> Self {
-        Lines { reader, buf: Vec::with_capacity(4096), line: 0, bytes: 0 }
+        Lines { reader, line: 0, bytes: 0 }
     }
 
-    fn next_line(&mut self) -> Result<Option<(u64, &str)>> {
-        loop {
-            self.buf.clear();
-            let n = (&mut self.reader).take(MAX_LINE + 1).read_until(b'\n', &mut self.buf)?;
-            if n == 0 {
-                return Ok(None);
-            }
-            self.line += 1;
-            self.bytes += n as u64;
-            if n as u64 > MAX_LINE {
-                let source = Box::new(Error::validation("line", format!("longer than {} MiB", MAX_LINE >> 20)));
-                return Err(Error::Line { line: self.line, source });
-            }
-            match std::str::from_utf8(&self.buf) {
-                Ok(text) if text.trim().is_empty() => continue,
-                Ok(_) => break,
-                Err(e) => {
-                    let source = Box::new(Error::validation("encoding", format!("not UTF-8 ({e})")));
-                    return Err(Error::Line { line: self.line, source });
-                }
-            }
+    /// Appends the next line to `buf`; returns its 1-based number and where it is, or `None` at the end.
+    fn read_into(&mut self, buf: &mut Vec<u8>) -> Result<Option<(u64, Range<usize>)>> {
+        let start = buf.len();
+        let n = (&mut self.reader).take(MAX_LINE + 1).read_until(b'\n', buf)?;
+        if n == 0 {
+            return Ok(None);
         }
-        let text = std::str::from_utf8(&self.buf).expect("checked above").trim();
-        Ok(Some((self.line, text)))
+        self.line += 1;
+        self.bytes += n as u64;
+        if n as u64 > MAX_LINE {
+            buf.truncate(start);
+            let source = Box::new(Error::validation("line", format!("longer than {} MiB", MAX_LINE >> 20)));
+            return Err(Error::Line { line: self.line, source });
+        }
+        Ok(Some((self.line, start..buf.len())))
+    }
+}
+
+/// The text of one line, trimmed; `None` when it is blank.
+fn line_text(bytes: &[u8]) -> Result<Option<&str>> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(Some(text.trim()).filter(|t| !t.is_empty())),
+        Err(e) => Err(Error::validation("encoding", format!("not UTF-8 ({e})"))),
     }
 }
 
@@ -190,7 +207,7 @@ trait ImportState {
         tx: &Transaction<'_>,
         source: usize,
         line: u64,
-        item: Self::Item,
+        item: &Self::Item,
         report: &mut ImportReport,
     ) -> Result<()>;
     /// Runs before every commit.
@@ -217,7 +234,7 @@ impl ImportState for Pending {
         tx: &Transaction<'_>,
         _: usize,
         line: u64,
-        (d, row): Self::Item,
+        (d, row): &Self::Item,
         report: &mut ImportReport,
     ) -> Result<()> {
         place(tx, line, d, row, self, report)
@@ -261,12 +278,12 @@ impl ImportState for GraphImport {
         tx: &Transaction<'_>,
         _: usize,
         line: u64,
-        item: GraphItem,
+        item: &GraphItem,
         report: &mut ImportReport,
     ) -> Result<()> {
         match item {
-            GraphItem::Node(n) => upsert_nodes_in(tx, std::slice::from_ref(&n)),
-            GraphItem::Edge(e) => upsert_edges_in(tx, std::slice::from_ref(&e)),
+            GraphItem::Node(n) => upsert_nodes_in(tx, std::slice::from_ref(n)),
+            GraphItem::Edge(e) => upsert_edges_in(tx, std::slice::from_ref(e)),
         }
         .map_err(at(line))?;
         report.imported += 1;
@@ -278,48 +295,64 @@ impl ImportState for GraphImport {
 fn place(
     tx: &Transaction<'_>,
     line: u64,
-    d: Decision,
-    row: PreparedRow,
+    d: &Decision,
+    row: &PreparedRow,
     pending: &mut Pending,
     report: &mut ImportReport,
 ) -> Result<()> {
-    let mut queue = vec![(line, d, row)];
+    if let Some(missing) = place_one(tx, line, d, row, pending, report)? {
+        pending.waiting.entry(missing).or_default().push((line, d.clone(), row.clone()));
+        return Ok(());
+    }
+    let mut queue = pending.waiting.remove(&d.decision_id()).unwrap_or_default();
     while let Some((line, d, row)) = queue.pop() {
-        let id = d.decision_id();
-        match insert_prepared(tx, &mut pending.ledger, &d, &row) {
-            Ok(()) => report.imported += 1,
-            Err(Error::MissingReference {
-                field: "parent_decision_id" | "corrects_decision_id", id: missing, ..
-            }) => {
-                let missing = DecisionId::parse(&missing).map_err(at(line))?;
-                pending.waiting.entry(missing).or_default().push((line, d, row));
-                continue;
-            }
-            // SQLite may report the (plan, sequence) constraint before the primary key.
-            Err(e @ (Error::DuplicateDecision(_) | Error::DuplicateSequence { .. })) => {
-                let Some(stored) = get_in(tx, id)? else { return Err(at(line)(e)) };
-                if without_link(&stored) != without_link(&d) {
-                    return Err(at(line)(Error::DuplicateDecision(format!("{id} (stored with different content)"))));
-                }
-                if let (Some(a), Some(b)) = (stored.superseded_by(), d.superseded_by()) {
-                    if a != b {
-                        return Err(at(line)(Error::AlreadySuperseded { id: id.to_string(), by: a.to_string() }));
-                    }
-                }
-                report.skipped += 1;
-            }
-            Err(e) => return Err(at(line)(e)),
+        match place_one(tx, line, &d, &row, pending, report)? {
+            Some(missing) => pending.waiting.entry(missing).or_default().push((line, d, row)),
+            None => queue.extend(pending.waiting.remove(&d.decision_id()).unwrap_or_default()),
         }
-        if let Some(new) = d.superseded_by() {
-            link(tx, line, id, new, pending, report)?;
-        }
-        // Links that waited for this decision as the superseding end.
-        for (l, old) in pending.links.remove(&id).unwrap_or_default() {
-            link(tx, l, old, id, pending, report)?;
-        }
-        queue.extend(pending.waiting.remove(&id).unwrap_or_default());
     }
     Ok(())
+}
+
+/// Stores one record and its supersession links; returns the decision it
+/// waits for when its parent or corrected decision is not stored yet.
+fn place_one(
+    tx: &Transaction<'_>,
+    line: u64,
+    d: &Decision,
+    row: &PreparedRow,
+    pending: &mut Pending,
+    report: &mut ImportReport,
+) -> Result<Option<DecisionId>> {
+    let id = d.decision_id();
+    match insert_prepared(tx, &mut pending.ledger, d, row) {
+        Ok(()) => report.imported += 1,
+        Err(Error::MissingReference { field: "parent_decision_id" | "corrects_decision_id", id: missing, .. }) => {
+            return DecisionId::parse(&missing).map(Some).map_err(at(line));
+        }
+        // SQLite may report the (plan, sequence) constraint before the primary key.
+        Err(e @ (Error::DuplicateDecision(_) | Error::DuplicateSequence { .. })) => {
+            let Some(stored) = get_in(tx, id)? else { return Err(at(line)(e)) };
+            if without_link(&stored) != without_link(d) {
+                return Err(at(line)(Error::DuplicateDecision(format!("{id} (stored with different content)"))));
+            }
+            if let (Some(a), Some(b)) = (stored.superseded_by(), d.superseded_by()) {
+                if a != b {
+                    return Err(at(line)(Error::AlreadySuperseded { id: id.to_string(), by: a.to_string() }));
+                }
+            }
+            report.skipped += 1;
+        }
+        Err(e) => return Err(at(line)(e)),
+    }
+    if let Some(new) = d.superseded_by() {
+        link(tx, line, id, new, pending, report)?;
+    }
+    // Links that waited for this decision as the superseding end.
+    for (l, old) in pending.links.remove(&id).unwrap_or_default() {
+        link(tx, l, old, id, pending, report)?;
+    }
+    Ok(None)
 }
 
 fn link(
@@ -448,54 +481,86 @@ impl Store {
             let mut in_batch = 0u64;
             // The source whose record opened the current batch is credited with its commit.
             let mut owner = 0;
-            let (work_tx, work_rx) = mpsc::sync_channel::<Chunk<String>>(IN_FLIGHT);
-            let (done_tx, done_rx) = mpsc::sync_channel::<Chunk<Result<S::Item>>>(IN_FLIGHT);
+            // Unbounded, but never long: the writer sends at most IN_FLIGHT
+            // chunks to parse, and one batch to free for each chunk it took back.
+            let (work_tx, work_rx) = mpsc::channel::<ToWorker<S::Item>>();
+            let (done_tx, done_rx) = mpsc::sync_channel::<Parsed<S::Item>>(IN_FLIGHT);
             scope.spawn(move || {
-                for chunk in work_rx {
-                    let source = chunk.source;
-                    let lines = chunk.lines.into_iter().map(|(line, text)| (line, S::prepare(source, &text))).collect();
-                    let done = Chunk { source, lines, error: chunk.error, bytes: chunk.bytes };
+                for message in work_rx {
+                    let work = match message {
+                        ToWorker::Parse(work) => work,
+                        ToWorker::Free(records) => {
+                            drop(records);
+                            continue;
+                        }
+                    };
+                    let source = work.source;
+                    let lines = work
+                        .lines
+                        .into_iter()
+                        .filter_map(|(line, range)| match line_text(&work.text[range]) {
+                            Ok(None) => None,
+                            Ok(Some(text)) => Some((line, S::prepare(source, text))),
+                            Err(e) => Some((line, Err(e))),
+                        })
+                        .collect();
+                    let done = Parsed { source, lines, error: work.error, bytes: work.bytes };
                     if done_tx.send(done).is_err() {
                         break;
                     }
                 }
             });
             let (mut reading, mut in_flight) = (0usize, 0usize);
+            let mut text_size = 1 << 16;
             loop {
                 // Keep the worker busy: up to IN_FLIGHT chunks read ahead.
                 while in_flight < IN_FLIGHT && reading < N {
                     let lines = &mut readers[reading];
-                    let mut chunk = Chunk { source: reading, lines: Vec::with_capacity(CHUNK), error: None, bytes: 0 };
-                    while chunk.lines.len() < CHUNK {
-                        match lines.next_line() {
-                            Ok(Some((line, text))) => chunk.lines.push((line, text.to_owned())),
+                    let mut work = Work {
+                        source: reading,
+                        text: Vec::with_capacity(text_size),
+                        lines: Vec::with_capacity(CHUNK),
+                        error: None,
+                        bytes: 0,
+                    };
+                    while work.lines.len() < CHUNK {
+                        match lines.read_into(&mut work.text) {
+                            Ok(Some(line)) => work.lines.push(line),
                             Ok(None) => {
                                 reading += 1;
                                 break;
                             }
                             Err(e) => {
-                                chunk.error = Some(e);
+                                work.error = Some(e);
                                 reading = N; // read no further: this error ends the import
                                 break;
                             }
                         }
                     }
-                    chunk.bytes = lines.bytes;
-                    work_tx.send(chunk).expect("the worker runs until its queue closes");
+                    text_size = text_size.max(work.text.len());
+                    work.bytes = lines.bytes;
+                    work_tx.send(ToWorker::Parse(work)).expect("the worker runs until its queue closes");
                     in_flight += 1;
                 }
                 if in_flight == 0 {
                     break;
                 }
-                let chunk = done_rx.recv().expect("the worker answers every chunk");
+                let mut chunk = done_rx.recv().expect("the worker answers every chunk");
                 in_flight -= 1;
                 let source = chunk.source;
-                for (line, item) in chunk.lines {
+                for i in 0..chunk.lines.len() {
+                    let line = chunk.lines[i].0;
                     if in_batch == 0 {
                         owner = source;
                     }
                     reports[source].lines += 1;
-                    let item = item.map_err(at(line)).map_err(name_it(source))?;
+                    let item = match &chunk.lines[i].1 {
+                        Ok(item) => item,
+                        Err(_) => {
+                            let e = chunk.lines.swap_remove(i).1.err().expect("matched an error");
+                            return Err(name_it(source)(at(line)(e)));
+                        }
+                    };
                     state.record(&tx, source, line, item, &mut reports[source]).map_err(name_it(source))?;
                     in_batch += 1;
                     if in_batch == batch {
@@ -514,6 +579,8 @@ impl Store {
                 if let Some(e) = chunk.error {
                     return Err(name_it(source)(e));
                 }
+                // The worker allocated these records; it frees them faster than this thread.
+                let _ = work_tx.send(ToWorker::Free(chunk.lines));
             }
             if let Err(e) = state.finish() {
                 if options.batch.is_some() && in_batch > 0 {
