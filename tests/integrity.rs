@@ -490,7 +490,7 @@ fn a_version_1_store_needs_an_upgrade_to_be_read_and_upgrades_with_hashes() {
     let copy = dir.path().join("v1.db");
     std::fs::copy(fixture("v1-demo.db"), &copy).unwrap();
     let before = std::fs::read(&copy).unwrap();
-    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 3, .. })));
+    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 4, .. })));
     let r = dstore(&["info", s(&copy)]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("older") && r.stderr.contains("dstore init"), "{}", r.stderr);
@@ -532,10 +532,16 @@ fn schema_of(path: &Path) -> Vec<(String, String, String)> {
 }
 
 #[test]
-fn a_version_2_store_upgrades_without_rewriting_a_row() {
+fn version_2_and_3_stores_upgrade_without_rewriting_a_row() {
+    for version in [2, 3] {
+        upgrades_without_rewriting_a_row(version);
+    }
+}
+
+fn upgrades_without_rewriting_a_row(version: i64) {
     let dir = tempfile::tempdir().unwrap();
-    let copy = dir.path().join("v2.db");
-    std::fs::copy(fixture("v2-demo.db"), &copy).unwrap();
+    let copy = dir.path().join("old.db");
+    std::fs::copy(fixture(&format!("v{version}-demo.db")), &copy).unwrap();
     let rows = |p: &Path| -> Vec<Vec<String>> {
         let conn = Connection::open(p).unwrap();
         let mut stmt = conn.prepare("SELECT rowid, * FROM decisions ORDER BY rowid").unwrap();
@@ -549,9 +555,12 @@ fn a_version_2_store_upgrades_without_rewriting_a_row() {
     };
     let before = rows(&copy);
     assert_eq!(before.len(), 17);
-    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 2, supported: 3, .. })));
-    // Taken by the version 2 binary that wrote the fixture.
-    let digest = std::fs::read_to_string(fixture("v2-demo.digest")).unwrap();
+    match Store::open_read_only(&copy) {
+        Err(Error::NeedsUpgrade { found, supported: 4, .. }) if found == version => {}
+        other => panic!("v{version}: {other:?}"),
+    }
+    // Taken by the binary of that version, which wrote the fixture.
+    let digest = std::fs::read_to_string(fixture(&format!("v{version}-demo.digest"))).unwrap();
 
     ok(&["init", s(&copy)]);
     // Same rows, rowids and hashes: every anchor of the old file holds.

@@ -159,3 +159,30 @@ mod tests {
         assert_eq!(id.to_string(), "01ARZ3NDEKTSV4RRFFQ69G5FAV");
     }
 }
+
+/// Hashes ids for the maps keyed by them. A ULID's low 80 bits are random
+/// already, so folding the halves and one multiply spread them well; the
+/// default SipHash guards against chosen keys, which an id map built from
+/// a plan's own rows does not need, and costs several times more.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write_u128(&mut self, v: u128) {
+        self.0 = ((v as u64) ^ ((v >> 64) as u64) ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    /// Anything else (not used by ids): FNV-1a.
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3);
+        }
+    }
+}
+
+/// A map keyed by ids, hashed by [`IdHasher`].
+pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;

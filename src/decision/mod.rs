@@ -5,6 +5,7 @@ mod model;
 mod tree;
 mod types;
 
+pub(crate) use ids::IdMap;
 pub use ids::{DecisionId, PlanId};
 pub use model::{Alternative, ArtifactRef, ContextSnapshot, Decision, DecisionBuilder, ResourceRef};
 pub use tree::{DecisionTree, Impact, TreeView, ViewNode};

@@ -167,23 +167,23 @@ impl ContextSnapshot {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "DecisionBuilder")]
 pub struct Decision {
-    decision_id: DecisionId,
-    plan_id: PlanId,
-    parent_decision_id: Option<DecisionId>,
-    sequence: u32,
-    decision_type: DecisionType,
-    chosen_option: String,
-    rationale: String,
-    confidence_score: Option<f64>,
-    alternatives: Vec<Alternative>,
-    context_snapshot: ContextSnapshot,
-    artifacts_produced: Vec<ArtifactRef>,
-    is_correction: bool,
-    corrects_decision_id: Option<DecisionId>,
-    superseded_by: Option<DecisionId>,
-    downstream_decision_ids: Vec<DecisionId>,
-    downstream_plan_ids: Vec<PlanId>,
-    metadata: Map<String, Value>,
+    pub(crate) decision_id: DecisionId,
+    pub(crate) plan_id: PlanId,
+    pub(crate) parent_decision_id: Option<DecisionId>,
+    pub(crate) sequence: u32,
+    pub(crate) decision_type: DecisionType,
+    pub(crate) chosen_option: String,
+    pub(crate) rationale: String,
+    pub(crate) confidence_score: Option<f64>,
+    pub(crate) alternatives: Vec<Alternative>,
+    pub(crate) context_snapshot: ContextSnapshot,
+    pub(crate) artifacts_produced: Vec<ArtifactRef>,
+    pub(crate) is_correction: bool,
+    pub(crate) corrects_decision_id: Option<DecisionId>,
+    pub(crate) superseded_by: Option<DecisionId>,
+    pub(crate) downstream_decision_ids: Vec<DecisionId>,
+    pub(crate) downstream_plan_ids: Vec<PlanId>,
+    pub(crate) metadata: Map<String, Value>,
 }
 
 /// The unvalidated form of a decision: the JSON wire shape, and the builder.
@@ -377,42 +377,7 @@ impl TryFrom<DecisionBuilder> for Decision {
             .map(|s| PlanId::parse_field("downstream_plan_ids", s))
             .collect::<Result<Vec<_>>>()?;
 
-        if b.decision_type == DecisionType::PromptDefinition && parent_decision_id.is_some() {
-            return Err(Error::validation(
-                "parent_decision_id",
-                "a prompt_definition must be a root decision (no parent)",
-            ));
-        }
-        if let Some(c) = b.confidence_score {
-            if !c.is_finite() || !(0.0..=1.0).contains(&c) {
-                return Err(Error::validation("confidence_score", format!("{c} is outside 0.0..=1.0")));
-            }
-        }
-        match (b.is_correction, corrects_decision_id) {
-            (true, None) => {
-                return Err(Error::validation(
-                    "corrects_decision_id",
-                    "is_correction is true but corrects_decision_id is missing",
-                ))
-            }
-            (false, Some(_)) => {
-                return Err(Error::validation(
-                    "is_correction",
-                    "corrects_decision_id is set but is_correction is false",
-                ))
-            }
-            _ => {}
-        }
-        for (field, id) in [
-            ("parent_decision_id", parent_decision_id),
-            ("corrects_decision_id", corrects_decision_id),
-            ("superseded_by", superseded_by),
-        ] {
-            if id == Some(decision_id) {
-                return Err(Error::validation(field, "a decision cannot name itself"));
-            }
-        }
-        Ok(Decision {
+        let d = Decision {
             decision_id,
             plan_id,
             parent_decision_id,
@@ -431,7 +396,52 @@ impl TryFrom<DecisionBuilder> for Decision {
             downstream_decision_ids,
             downstream_plan_ids,
             metadata: b.metadata,
-        })
+        };
+        d.check()?;
+        Ok(d)
+    }
+}
+
+impl Decision {
+    /// The rules between fields that parsing each field cannot check: every
+    /// decision is checked by them, whether decoded, built or read from a row.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.decision_type == DecisionType::PromptDefinition && self.parent_decision_id.is_some() {
+            return Err(Error::validation(
+                "parent_decision_id",
+                "a prompt_definition must be a root decision (no parent)",
+            ));
+        }
+        if let Some(c) = self.confidence_score {
+            if !c.is_finite() || !(0.0..=1.0).contains(&c) {
+                return Err(Error::validation("confidence_score", format!("{c} is outside 0.0..=1.0")));
+            }
+        }
+        match (self.is_correction, self.corrects_decision_id) {
+            (true, None) => {
+                return Err(Error::validation(
+                    "corrects_decision_id",
+                    "is_correction is true but corrects_decision_id is missing",
+                ))
+            }
+            (false, Some(_)) => {
+                return Err(Error::validation(
+                    "is_correction",
+                    "corrects_decision_id is set but is_correction is false",
+                ))
+            }
+            _ => {}
+        }
+        for (field, id) in [
+            ("parent_decision_id", self.parent_decision_id),
+            ("corrects_decision_id", self.corrects_decision_id),
+            ("superseded_by", self.superseded_by),
+        ] {
+            if id == Some(self.decision_id) {
+                return Err(Error::validation(field, "a decision cannot name itself"));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -6,13 +6,11 @@
 //! history questions (correction chains, supersession, the effective set)
 //! from two id maps. Nothing here touches storage, so every backend shares it.
 
-use std::collections::HashMap;
-
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{Bfs, EdgeRef};
 use petgraph::Direction;
 
-use super::ids::{DecisionId, PlanId};
+use super::ids::{DecisionId, IdMap, PlanId};
 use super::model::Decision;
 
 /// The decisions of one plan as a tree, with their corrections and supersessions.
@@ -21,11 +19,11 @@ pub struct DecisionTree {
     plan_id: Option<PlanId>,
     /// Sorted by sequence; the position is also the node index in `graph`.
     decisions: Vec<Decision>,
-    index: HashMap<DecisionId, NodeIndex>,
+    index: IdMap<DecisionId, NodeIndex>,
     /// parent -> child edges.
     graph: DiGraph<DecisionId, ()>,
     /// corrected id -> the decisions correcting it, in sequence order.
-    corrected_by: HashMap<DecisionId, Vec<DecisionId>>,
+    corrected_by: IdMap<DecisionId, Vec<DecisionId>>,
     /// Depth of each node from its root; `None` where no root reaches it.
     depth: Vec<Option<usize>>,
 }
@@ -37,11 +35,11 @@ impl DecisionTree {
     pub fn from_decisions(mut decisions: Vec<Decision>) -> Self {
         decisions.sort_by_key(|d| (d.sequence(), d.decision_id()));
         let mut graph = DiGraph::with_capacity(decisions.len(), decisions.len());
-        let mut index = HashMap::with_capacity(decisions.len());
+        let mut index = IdMap::with_capacity_and_hasher(decisions.len(), Default::default());
         for d in &decisions {
             index.insert(d.decision_id(), graph.add_node(d.decision_id()));
         }
-        let mut corrected_by: HashMap<DecisionId, Vec<DecisionId>> = HashMap::new();
+        let mut corrected_by: IdMap<DecisionId, Vec<DecisionId>> = IdMap::default();
         // Edges are added in reverse sequence order: petgraph lists the
         // newest edge first, so children then come out in sequence order.
         for d in decisions.iter().rev() {

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::integrity::{self, Anchor, AnchorScope, Field, Hash};
 use super::{storage, Store};
-use crate::decision::{Decision, DecisionBuilder, DecisionId, DecisionTree, DecisionType, PlanId};
+use crate::decision::{Decision, DecisionId, DecisionTree, DecisionType, IdMap, PlanId};
 use crate::error::{Error, Result};
 
 const INSERT: &str = "INSERT INTO decisions (decision_id, plan_id, parent_decision_id, sequence, decision_type, \
@@ -46,12 +46,15 @@ macro_rules! select_decisions {
 
 pub(super) const DECISION_BY_ID: &str = concat!(select_decisions!(), " WHERE d.decision_id = ?1");
 pub(super) const PLAN_ROWS: &str = concat!(select_decisions!(), " WHERE d.plan_id = ?1 ORDER BY d.sequence");
-/// The scalar columns of a plan's rows, for [`Store::decision_tree_outline`].
+/// The scalar columns of a plan's rows, for [`Store::decision_tree_outline`];
+/// their supersession links come from [`PLAN_LINKS`].
 pub(super) const OUTLINE_ROWS: &str =
     "SELECT d.decision_id, d.plan_id, d.parent_decision_id, d.sequence, d.decision_type, \
-     d.chosen_option, d.confidence_score, s.superseded_by, d.corrects_decision_id \
-     FROM decisions d LEFT JOIN supersessions s ON s.decision_id = d.decision_id \
-     WHERE d.plan_id = ?1 ORDER BY d.sequence";
+     d.chosen_option, d.confidence_score, d.corrects_decision_id \
+     FROM decisions d WHERE d.plan_id = ?1 ORDER BY d.sequence";
+/// The supersession links of a plan: one query for the few links instead
+/// of a lookup for each of the many decisions.
+pub(super) const PLAN_LINKS: &str = "SELECT decision_id, superseded_by FROM supersessions WHERE plan_id = ?1";
 const ALL_ROWS: &str = concat!(select_decisions!(), " ORDER BY d.plan_id, d.sequence");
 pub(super) const PLAN_OF: &str = "SELECT plan_id, depth FROM decisions WHERE decision_id = ?1";
 /// The plan of a decision and what supersedes it, if anything.
@@ -96,7 +99,8 @@ struct Cols {
     chosen_option: usize,
     confidence: usize,
     corrects: usize,
-    superseded_by: usize,
+    /// `None` when the query leaves supersession links to a second query.
+    superseded_by: Option<usize>,
     /// `None` for an outline query (see [`Store::decision_tree_outline`]).
     full: Option<FullCols>,
 }
@@ -137,7 +141,7 @@ impl Cols {
             chosen_option: at("chosen_option")?,
             confidence: at("confidence_score")?,
             corrects: at("corrects_decision_id")?,
-            superseded_by: at("superseded_by")?,
+            superseded_by: at("superseded_by").ok(),
             full,
         })
     }
@@ -155,57 +159,93 @@ fn column_json<T: serde::de::DeserializeOwned>(row: &Row<'_>, idx: usize, name: 
     })
 }
 
+/// A text column holding an id (or NULL), parsed and named like any input's.
+fn id_column<T>(
+    row: &Row<'_>,
+    idx: usize,
+    field: &str,
+    parse: fn(&str, &str) -> Result<T>,
+) -> rusqlite::Result<Result<Option<T>>> {
+    Ok(row.get_ref(idx)?.as_str_or_null()?.map(|s| parse(field, s)).transpose())
+}
+
 /// Rebuilds a decision from a row of `SELECT`, validating it like any input.
 fn from_row(row: &Row<'_>, c: &Cols) -> rusqlite::Result<Result<Decision>> {
-    let decision_type = match row.get_ref(c.decision_type)?.as_str()?.parse::<DecisionType>() {
-        Ok(t) => t,
-        Err(e) => return Ok(Err(e)),
+    macro_rules! ok {
+        ($e:expr) => {
+            match $e {
+                Ok(v) => v,
+                Err(e) => return Ok(Err(e)),
+            }
+        };
+    }
+    let decision_type = ok!(row.get_ref(c.decision_type)?.as_str()?.parse::<DecisionType>());
+    let decision_id = ok!(DecisionId::parse_field("decision_id", row.get_ref(c.decision_id)?.as_str()?));
+    let plan_id = ok!(PlanId::parse_field("plan_id", row.get_ref(c.plan_id)?.as_str()?));
+    let parent_decision_id = ok!(id_column(row, c.parent, "parent_decision_id", DecisionId::parse_field)?);
+    let corrects_decision_id = ok!(id_column(row, c.corrects, "corrects_decision_id", DecisionId::parse_field)?);
+    let superseded_by = match c.superseded_by {
+        Some(idx) => ok!(id_column(row, idx, "superseded_by", DecisionId::parse_field)?),
+        None => None,
     };
-    let corrects: Option<String> = row.get(c.corrects)?;
-    let mut b: DecisionBuilder = Decision::builder(PlanId::generate(), decision_type, row.get(c.sequence)?)
-        .plan_id(row.get_ref(c.plan_id)?.as_str()?)
-        .decision_id(row.get_ref(c.decision_id)?.as_str()?)
-        .chosen_option(row.get::<_, String>(c.chosen_option)?)
-        .confidence_score(row.get::<_, Option<f64>>(c.confidence)?)
-        .is_correction(corrects.is_some())
-        .corrects_decision_id(corrects);
-    if let Some(p) = row.get_ref(c.parent)?.as_str_or_null()? {
-        b = b.parent(p);
-    }
-    if let Some(s) = row.get_ref(c.superseded_by)?.as_str_or_null()? {
-        b = b.superseded_by(s);
-    }
+    let mut d = Decision {
+        decision_id,
+        plan_id,
+        parent_decision_id,
+        sequence: row.get(c.sequence)?,
+        decision_type,
+        chosen_option: row.get(c.chosen_option)?,
+        rationale: String::new(),
+        confidence_score: row.get(c.confidence)?,
+        alternatives: Vec::new(),
+        context_snapshot: Default::default(),
+        artifacts_produced: Vec::new(),
+        is_correction: corrects_decision_id.is_some(),
+        corrects_decision_id,
+        superseded_by,
+        downstream_decision_ids: Vec::new(),
+        downstream_plan_ids: Vec::new(),
+        metadata: Default::default(),
+    };
     if let Some(f) = &c.full {
-        b = b.rationale(row.get::<_, String>(f.rationale)?).context_snapshot(column_json(
-            row,
-            f.context_snapshot,
-            "context_snapshot",
-        )?);
-        for a in column_json::<Vec<_>>(row, f.alternatives, "alternatives")? {
-            b = b.alternative(a);
-        }
-        for a in column_json::<Vec<_>>(row, f.artifacts, "artifacts_produced")? {
-            b = b.artifact(a);
-        }
+        d.rationale = row.get(f.rationale)?;
+        d.alternatives = column_json(row, f.alternatives, "alternatives")?;
+        d.context_snapshot = column_json(row, f.context_snapshot, "context_snapshot")?;
+        d.artifacts_produced = column_json(row, f.artifacts, "artifacts_produced")?;
         for id in column_json::<Vec<String>>(row, f.downstream_decisions, "downstream_decision_ids")? {
-            b = b.downstream_decision(id);
+            d.downstream_decision_ids.push(ok!(DecisionId::parse_field("downstream_decision_ids", &id)));
         }
         for id in column_json::<Vec<String>>(row, f.downstream_plans, "downstream_plan_ids")? {
-            b = b.downstream_plan(id);
+            d.downstream_plan_ids.push(ok!(PlanId::parse_field("downstream_plan_ids", &id)));
         }
-        for (k, v) in column_json::<serde_json::Map<_, _>>(row, f.metadata, "metadata")? {
-            b = b.metadata(k, v);
-        }
+        d.metadata = column_json(row, f.metadata, "metadata")?;
     }
-    Ok(Decision::try_from(b))
+    Ok(d.check().map(|()| d))
 }
 
 /// Every decision a query for one plan returns, decoded with [`from_row`].
 fn rows_of_plan(conn: &Connection, sql: &str, plan: PlanId) -> Result<Vec<Decision>> {
+    let plan = plan.to_string();
     let mut stmt = conn.prepare_cached(sql).map_err(storage)?;
     let cols = Cols::of(&stmt).map_err(storage)?;
-    let rows = stmt.query_map([plan.to_string()], |r| from_row(r, &cols)).map_err(storage)?;
-    collect(rows)
+    let rows = stmt.query_map([&plan], |r| from_row(r, &cols)).map_err(storage)?;
+    let mut decisions = collect(rows)?;
+    if cols.superseded_by.is_none() {
+        let mut links = HashMap::new();
+        let mut stmt = conn.prepare_cached(PLAN_LINKS).map_err(storage)?;
+        let mut rows = stmt.query([&plan]).map_err(storage)?;
+        while let Some(row) = rows.next().map_err(storage)? {
+            let text = |i: usize| -> Result<&str> { row.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(storage) };
+            let old = DecisionId::parse_field("decision_id", text(0)?)?;
+            links.insert(old, DecisionId::parse_field("superseded_by", text(1)?)?);
+        }
+        if !links.is_empty() {
+            for d in &mut decisions {
+                d.superseded_by = links.get(&d.decision_id).copied();
+            }
+        }
+    }
+    Ok(decisions)
 }
 
 fn collect(rows: impl Iterator<Item = rusqlite::Result<Result<Decision>>>) -> Result<Vec<Decision>> {
@@ -256,7 +296,7 @@ pub(crate) struct Ledger {
     log: Option<i64>,
     plans: HashMap<String, PlanState>,
     types: HashMap<DecisionType, i64>,
-    inserted: HashMap<DecisionId, (PlanId, i64)>,
+    inserted: IdMap<DecisionId, (PlanId, i64)>,
 }
 
 /// How many inserted decisions the ledger remembers (bounded memory for huge imports).

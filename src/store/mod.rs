@@ -60,8 +60,11 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The newest schema version this library knows.
 pub fn supported_schema_version() -> i64 {
-    embedded::migrations::runner().get_migrations().iter().map(|m| i64::from(m.version())).max().unwrap_or(0)
+    MIGRATIONS.last().map_or(0, |&(version, _, _)| version)
 }
+
+// `MIGRATIONS`, written by build.rs.
+include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
 
 /// A decision store on one SQLite connection.
 pub struct Store {
@@ -250,11 +253,8 @@ impl Store {
     /// only when a migration is pending; this runs on every open, so a file
     /// whose recorded history differs from the library's is never written.
     fn verify_history(&self) -> Result<()> {
-        let known: std::collections::HashMap<i64, (String, String)> = embedded::migrations::runner()
-            .get_migrations()
-            .iter()
-            .map(|m| (i64::from(m.version()), (m.name().to_owned(), m.checksum().to_string())))
-            .collect();
+        let known: std::collections::HashMap<i64, (&str, &str)> =
+            MIGRATIONS.iter().map(|&(version, name, checksum)| (version, (name, checksum))).collect();
         let mut stmt = self
             .conn
             .prepare("SELECT version, name, checksum FROM refinery_schema_history ORDER BY version")
@@ -266,7 +266,7 @@ impl Store {
             let (version, name, found) = row.map_err(storage)?;
             let expected = match known.get(&version) {
                 Some((n, checksum)) if *n == name && *checksum == found => continue,
-                Some((_, checksum)) => checksum.clone(),
+                Some((_, checksum)) => checksum.to_string(),
                 None => "no such migration".into(),
             };
             return Err(Error::MigrationMismatch { path: self.display_path(), version, name, found, expected });
@@ -468,6 +468,19 @@ mod tests {
 
     /// Every query on the hot paths searches an index; none scans the edge or decision table.
     #[test]
+    fn migration_list_matches_refinery() {
+        let refinery: Vec<(i64, String, String)> = embedded::migrations::runner()
+            .get_migrations()
+            .iter()
+            .map(|m| (i64::from(m.version()), m.name().to_owned(), m.checksum().to_string()))
+            .collect();
+        let ours: Vec<(i64, String, String)> =
+            MIGRATIONS.iter().map(|&(v, n, c)| (v, n.to_owned(), c.to_owned())).collect();
+        assert_eq!(ours, refinery);
+        assert_eq!(supported_schema_version(), 4);
+    }
+
+    #[test]
     fn hot_queries_search_indexes() {
         let store = Store::open_in_memory().unwrap();
         let queries = [
@@ -481,6 +494,7 @@ mod tests {
             decisions::DECISION_BY_ID,
             decisions::PLAN_ROWS,
             decisions::OUTLINE_ROWS,
+            decisions::PLAN_LINKS,
             decisions::PLAN_OF,
             decisions::LINK_OF,
             decisions::REACHES,
