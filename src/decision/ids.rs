@@ -20,8 +20,41 @@ fn next_ulid() -> Ulid {
     generator.generate().unwrap_or_else(|_| Ulid::new())
 }
 
+/// Crockford base32 digit values of the canonical (upper-case) alphabet; 0xFF elsewhere.
+const DIGITS: [u8; 256] = {
+    let alphabet = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    let mut table = [0xFF; 256];
+    let mut i = 0;
+    while i < alphabet.len() {
+        table[alphabet[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// One pass over a canonical ULID; `None` for anything else (the slow
+/// path then names the problem). Stores read ids by the million.
+fn decode_canonical(s: &[u8]) -> Option<Ulid> {
+    // 26 digits hold 130 bits: the first digit must leave the top two clear.
+    if s.len() != ulid::ULID_LEN || DIGITS[s[0] as usize] > 7 {
+        return None;
+    }
+    let mut value: u128 = 0;
+    for &c in s {
+        let digit = DIGITS[c as usize];
+        if digit == 0xFF {
+            return None;
+        }
+        value = (value << 5) | u128::from(digit);
+    }
+    Some(Ulid(value))
+}
+
 /// Parses a canonical ULID: 26 characters of Crockford base32, upper case.
 fn parse_ulid(field: &str, s: &str) -> Result<Ulid> {
+    if let Some(ulid) = decode_canonical(s.as_bytes()) {
+        return Ok(ulid);
+    }
     if s.len() != 26 {
         return Err(Error::validation(
             field,
@@ -130,6 +163,39 @@ ulid_newtype!(
     "decision_id"
 );
 
+/// Hashes ids and graph node keys for the maps keyed by them. A ULID's low
+/// 80 bits are random already, and node keys are distinct integers, so one
+/// multiply spreads them well; the default SipHash guards against chosen
+/// keys, which maps built from the store's own rows do not need, and costs
+/// several times more.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write_u128(&mut self, v: u128) {
+        self.0 = ((v as u64) ^ ((v >> 64) as u64) ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    /// Node keys of the graph: sequential integers, spread by the multiply.
+    fn write_i64(&mut self, v: i64) {
+        self.0 = ((v as u64) ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    /// Anything else (not used by ids): FNV-1a.
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3);
+        }
+    }
+}
+
+/// A map keyed by ids, hashed by [`IdHasher`].
+pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,31 +224,24 @@ mod tests {
         let id = DecisionId::parse("01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap();
         assert_eq!(id.to_string(), "01ARZ3NDEKTSV4RRFFQ69G5FAV");
     }
-}
 
-/// Hashes ids for the maps keyed by them. A ULID's low 80 bits are random
-/// already, so folding the halves and one multiply spread them well; the
-/// default SipHash guards against chosen keys, which an id map built from
-/// a plan's own rows does not need, and costs several times more.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write_u128(&mut self, v: u128) {
-        self.0 = ((v as u64) ^ ((v >> 64) as u64) ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-
-    /// Anything else (not used by ids): FNV-1a.
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3);
+    #[test]
+    fn the_one_pass_decoder_reads_exactly_the_canonical_spellings() {
+        let mut values = vec![0u128, 1, u128::MAX];
+        values.extend((0..1000u128).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835) ^ (i << 100)));
+        for v in values {
+            let text = Ulid(v).to_string();
+            assert_eq!(decode_canonical(text.as_bytes()), Some(Ulid(v)), "{text}");
+            // Lower case and the look-alike letters decode in the ulid crate, never here.
+            let lower = text.to_lowercase();
+            if lower != text {
+                assert_eq!(decode_canonical(lower.as_bytes()), None, "{lower}");
+                assert!(DecisionId::parse(&lower).is_err());
+            }
+        }
+        for bad in ["01ARZ3NDEKTSV4RRFFQ69G5FAI", "01ARZ3NDEKTSV4RRFFQ69G5FAO", "81ARZ3NDEKTSV4RRFFQ69G5FAV", "01ARZ3"]
+        {
+            assert_eq!(decode_canonical(bad.as_bytes()), None, "{bad}");
         }
     }
 }
-
-/// A map keyed by ids, hashed by [`IdHasher`].
-pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;

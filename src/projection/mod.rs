@@ -31,6 +31,7 @@ use serde_json::{Map, Value};
 pub use levels::{DetailLevelMap, DetailLevelRegistry};
 pub use tokens::{CharEstimate, Cl100k, TokenCounter};
 
+use crate::decision::IdMap;
 use crate::error::{Error, Result};
 use crate::uko::{Direction, GraphSource, NodeKey};
 
@@ -383,7 +384,7 @@ impl DepthBreadthProjector {
     fn walk(&self, graph: &impl GraphSource, spec: &ProjectionSpec) -> Result<(Projection, Vec<NodeKey>)> {
         let full = self.resolve_depth(spec)?;
         let focus = graph.resolve(spec.focus())?;
-        let mut distance: HashMap<NodeKey, u32> = HashMap::new();
+        let mut distance: IdMap<NodeKey, u32> = IdMap::default();
         let mut order: Vec<NodeKey> = Vec::new();
         let mut frontier: Vec<NodeKey> = Vec::new();
         for k in focus {
@@ -392,7 +393,7 @@ impl DepthBreadthProjector {
                 frontier.push(k);
             }
         }
-        let mut cut: HashMap<NodeKey, usize> = HashMap::new();
+        let mut cut: IdMap<NodeKey, usize> = IdMap::default();
         for hop in 1..=spec.breadth() {
             if frontier.is_empty() {
                 break;

@@ -228,8 +228,15 @@ fn rows_of_plan(conn: &Connection, sql: &str, plan: PlanId) -> Result<Vec<Decisi
     let plan = plan.to_string();
     let mut stmt = conn.prepare_cached(sql).map_err(storage)?;
     let cols = Cols::of(&stmt).map_err(storage)?;
-    let rows = stmt.query_map([&plan], |r| from_row(r, &cols)).map_err(storage)?;
-    let mut decisions = collect(rows)?;
+    // The kept count sizes the vector once: growing it moves every decision again.
+    let kept: Option<i64> = conn
+        .prepare_cached("SELECT decisions FROM plans WHERE plan_id = ?1")
+        .and_then(|mut s| s.query_row([&plan], |r| r.get(0)).optional())
+        .map_err(storage)?;
+    let mut decisions = Vec::with_capacity(kept.unwrap_or(0).clamp(0, 1 << 20) as usize);
+    for d in stmt.query_map([&plan], |r| from_row(r, &cols)).map_err(storage)? {
+        decisions.push(d.map_err(storage)??);
+    }
     if cols.superseded_by.is_none() {
         let mut links = HashMap::new();
         let mut stmt = conn.prepare_cached(PLAN_LINKS).map_err(storage)?;
@@ -246,10 +253,6 @@ fn rows_of_plan(conn: &Connection, sql: &str, plan: PlanId) -> Result<Vec<Decisi
         }
     }
     Ok(decisions)
-}
-
-fn collect(rows: impl Iterator<Item = rusqlite::Result<Result<Decision>>>) -> Result<Vec<Decision>> {
-    rows.map(|r| r.map_err(storage).and_then(|d| d)).collect()
 }
 
 /// Translates a failed insert into the rule it broke.

@@ -13,6 +13,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::{storage, Store};
+use crate::decision::IdMap;
 use crate::error::{Error, Result};
 use crate::uko::{Direction, GraphSource, NodeKey, NodeRecord, NodeView, UkoEdge, UkoGraph, UkoNode};
 
@@ -298,7 +299,7 @@ impl GraphSource for Store {
     fn records(&self, keys: &[NodeKey], with_views: bool) -> Result<Vec<NodeRecord>> {
         let array = key_array(keys);
         let mut stmt = self.conn.prepare_cached(RECORDS).map_err(storage)?;
-        let mut by_key: HashMap<NodeKey, NodeRecord> = HashMap::with_capacity(keys.len());
+        let mut by_key: IdMap<NodeKey, NodeRecord> = IdMap::with_capacity_and_hasher(keys.len(), Default::default());
         let rows = stmt
             .query_map([array.clone()], |r| {
                 let key: NodeKey = r.get(0)?;
