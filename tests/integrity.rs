@@ -721,6 +721,11 @@ fn import_errors_come_in_input_order_across_the_worker_chunks() {
     let batched = ImportOptions { batch: Some(100) };
     assert!(store.import_decisions(bad.as_slice(), batched, |_| {}).is_err());
     assert_eq!(store.decision_counts().unwrap().decisions, 200, "the committed batches stay");
+    // A batch that fills up on the line before the bad one is committed too.
+    let exact = ImportOptions { batch: Some(299) };
+    let err = store.import_decisions(bad.as_slice(), exact, |_| {}).unwrap_err().to_string();
+    assert!(err.starts_with("line 300: "), "{err}");
+    assert_eq!(store.decision_counts().unwrap().decisions, 299);
     assert_eq!(store.check().unwrap(), vec![]);
 }
 

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
+use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Row, Statement, Transaction};
 use serde::Serialize;
 
 use super::integrity::{self, Anchor, AnchorScope, Field, Hash};
@@ -297,7 +297,7 @@ struct PlanState {
 #[derive(Default)]
 pub(crate) struct Ledger {
     log: Option<i64>,
-    plans: HashMap<String, PlanState>,
+    plans: IdMap<PlanId, PlanState>,
     types: HashMap<DecisionType, i64>,
     inserted: IdMap<DecisionId, (PlanId, i64)>,
 }
@@ -306,36 +306,37 @@ pub(crate) struct Ledger {
 const REMEMBERED: usize = 1 << 16;
 
 impl Ledger {
-    fn plan(&mut self, tx: &Connection, plan: &str) -> Result<&mut PlanState> {
-        if !self.plans.contains_key(plan) {
-            let head: Option<(i64, String)> = tx
-                .prepare_cached(PLAN_HEAD)
-                .map_err(storage)?
-                .query_row([plan], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()
-                .map_err(storage)?;
-            let (stored, entries, head) = match head {
-                None => (false, 0, integrity::GENESIS),
-                Some((n, hex)) => (true, n, kept_head(plan, &hex)?),
-            };
-            let state = PlanState {
-                stored,
-                entries,
-                head,
-                decisions: 0,
-                corrections: 0,
-                superseded: 0,
-                max_depth: 0,
-                first: None,
-                last: None,
-            };
-            self.plans.insert(plan.to_owned(), state);
-        }
-        Ok(self.plans.get_mut(plan).expect("inserted above"))
+    fn plan(&mut self, tx: &Connection, plan: PlanId) -> Result<&mut PlanState> {
+        let vacant = match self.plans.entry(plan) {
+            std::collections::hash_map::Entry::Occupied(known) => return Ok(known.into_mut()),
+            std::collections::hash_map::Entry::Vacant(vacant) => vacant,
+        };
+        let plan_id = plan.to_string();
+        let head: Option<(i64, String)> = tx
+            .prepare_cached(PLAN_HEAD)
+            .map_err(storage)?
+            .query_row([&plan_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .map_err(storage)?;
+        let (stored, entries, head) = match head {
+            None => (false, 0, integrity::GENESIS),
+            Some((n, hex)) => (true, n, kept_head(&plan_id, &hex)?),
+        };
+        Ok(vacant.insert(PlanState {
+            stored,
+            entries,
+            head,
+            decisions: 0,
+            corrections: 0,
+            superseded: 0,
+            max_depth: 0,
+            first: None,
+            last: None,
+        }))
     }
 
     /// Where the next entry of `plan` goes; nothing changes until [`Ledger::appended`].
-    fn next_entry(&mut self, tx: &Connection, plan: &str, content: &Hash) -> Result<Entry> {
+    fn next_entry(&mut self, tx: &Connection, plan: PlanId, content: &Hash) -> Result<Entry> {
         if self.log.is_none() {
             let n: i64 =
                 tx.prepare_cached(LOG_LENGTH).map_err(storage)?.query_row([], |r| r.get(0)).map_err(storage)?;
@@ -347,9 +348,9 @@ impl Ledger {
     }
 
     /// Records an entry whose row was written.
-    fn appended(&mut self, plan: &str, entry: &Entry) -> &mut PlanState {
+    fn appended(&mut self, plan: PlanId, entry: &Entry) -> &mut PlanState {
         self.log = Some(entry.log_index);
-        let state = self.plans.get_mut(plan).expect("next_entry loaded the plan");
+        let state = self.plans.get_mut(&plan).expect("next_entry loaded the plan");
         state.entries = entry.chain_index;
         state.head = entry.chain_hash;
         state
@@ -386,7 +387,7 @@ impl Ledger {
             tx.prepare_cached(if s.stored { UPDATE_PLAN } else { INSERT_PLAN })
                 .map_err(storage)?
                 .execute(params![
-                    plan,
+                    plan.to_string(),
                     s.decisions,
                     s.corrections,
                     s.superseded,
@@ -424,7 +425,14 @@ struct Entry {
 /// that its parent and corrected decision are stored in its plan, as the
 /// next entry of its plan's chain. Nothing changes when it fails.
 pub(crate) fn insert_row(tx: &Transaction<'_>, ledger: &mut Ledger, d: &Decision) -> Result<()> {
-    insert_prepared(tx, ledger, d, &PreparedRow::of(d))
+    let mut insert = insert_statement(tx)?;
+    insert_prepared(tx, &mut insert, ledger, d, &PreparedRow::of(d))
+}
+
+/// The prepared INSERT of a decision row: hold it across the rows of a
+/// batch, since taking it from the statement cache hashes the SQL text twice.
+pub(crate) fn insert_statement<'t>(tx: &'t Transaction<'_>) -> Result<CachedStatement<'t>> {
+    tx.prepare_cached(INSERT).map_err(storage)
 }
 
 /// The column texts and content hash of a decision row: everything about
@@ -488,6 +496,7 @@ impl PreparedRow {
 /// [`insert_row`] with the row's texts and hash computed already (by [`PreparedRow::of`] on `d`).
 pub(crate) fn insert_prepared(
     tx: &Transaction<'_>,
+    insert: &mut Statement<'_>,
     ledger: &mut Ledger,
     d: &Decision,
     row: &PreparedRow,
@@ -513,32 +522,32 @@ pub(crate) fn insert_prepared(
         content,
         content_hex,
     } = row;
-    let entry = ledger.next_entry(tx, plan, content)?;
-    let mut stmt = tx.prepare_cached(INSERT).map_err(storage)?;
-    stmt.execute(params![
-        id,
-        plan,
-        parent,
-        d.sequence(),
-        d.decision_type().as_str(),
-        d.chosen_option(),
-        d.rationale(),
-        d.confidence_score(),
-        alternatives,
-        snapshot,
-        artifacts,
-        corrects,
-        downstream_decisions,
-        downstream_plans,
-        metadata,
-        depth,
-        content_hex,
-        entry.chain_index,
-        integrity::to_hex(&entry.chain_hash),
-        entry.log_index,
-    ])
-    .map_err(|e| insert_error(d, e))?;
-    let state = ledger.appended(plan, &entry);
+    let entry = ledger.next_entry(tx, d.plan_id(), content)?;
+    insert
+        .execute(params![
+            id,
+            plan,
+            parent,
+            d.sequence(),
+            d.decision_type().as_str(),
+            d.chosen_option(),
+            d.rationale(),
+            d.confidence_score(),
+            alternatives,
+            snapshot,
+            artifacts,
+            corrects,
+            downstream_decisions,
+            downstream_plans,
+            metadata,
+            depth,
+            content_hex,
+            entry.chain_index,
+            integrity::to_hex(&entry.chain_hash),
+            entry.log_index,
+        ])
+        .map_err(|e| insert_error(d, e))?;
+    let state = ledger.appended(d.plan_id(), &entry);
     state.decisions += 1;
     state.corrections += i64::from(corrects.is_some());
     state.max_depth = state.max_depth.max(depth);
@@ -633,7 +642,8 @@ pub(crate) fn link_supersession(
     }
     let (old, new) = (old.to_string(), new.to_string());
     let content = integrity::supersession_hash(Field::Text(&old_plan), Field::Text(&old), Field::Text(&new));
-    let entry = ledger.next_entry(tx, &old_plan, &content)?;
+    let plan = PlanId::parse_field("plan_id", &old_plan)?;
+    let entry = ledger.next_entry(tx, plan, &content)?;
     let chain_hash = integrity::to_hex(&entry.chain_hash);
     tx.prepare_cached(INSERT_SUPERSESSION)
         .map_err(storage)?
@@ -647,7 +657,7 @@ pub(crate) fn link_supersession(
             entry.log_index
         ])
         .map_err(storage)?;
-    ledger.appended(&old_plan, &entry).superseded += 1;
+    ledger.appended(plan, &entry).superseded += 1;
     Ok(true)
 }
 
@@ -678,8 +688,10 @@ impl Store {
         self.write(|tx, ledger| {
             let mut pending = Vec::new();
             let mut n = 0;
+            let mut insert = insert_statement(tx)?;
             for (index, d) in decisions.into_iter().enumerate() {
-                insert_row(tx, ledger, d).map_err(|e| Error::Batch { index, source: Box::new(e) })?;
+                insert_prepared(tx, &mut insert, ledger, d, &PreparedRow::of(d))
+                    .map_err(|e| Error::Batch { index, source: Box::new(e) })?;
                 if let Some(by) = d.superseded_by() {
                     pending.push((index, d.decision_id(), by));
                 }

@@ -11,10 +11,10 @@ use std::io::{BufRead, Read, Write};
 use std::ops::Range;
 use std::sync::mpsc;
 
-use rusqlite::Transaction;
+use rusqlite::{Statement, Transaction};
 use serde::Serialize;
 
-use super::decisions::{get_in, insert_prepared, link_supersession, Ledger, PreparedRow};
+use super::decisions::{get_in, insert_prepared, insert_statement, link_supersession, Ledger, PreparedRow};
 use super::graph::{upsert_edges_in, upsert_nodes_in};
 use super::{storage, Store};
 use crate::decision::{Decision, DecisionId, PlanId};
@@ -201,15 +201,17 @@ trait ImportState {
     /// Parses the record `text` of input `source`; runs on the import's
     /// worker thread, so it touches no database.
     fn prepare(source: usize, text: &str) -> Result<Self::Item>;
-    /// Writes a prepared record from line `line` of input `source`.
-    fn record(
+    /// Writes prepared records of input `source`, each with its line
+    /// number, in order: a run of lines within one transaction.
+    fn record<'a>(
         &mut self,
         tx: &Transaction<'_>,
         source: usize,
-        line: u64,
-        item: &Self::Item,
+        items: impl Iterator<Item = (u64, &'a Self::Item)>,
         report: &mut ImportReport,
-    ) -> Result<()>;
+    ) -> Result<()>
+    where
+        Self::Item: 'a;
     /// Runs before every commit.
     fn before_commit(&mut self, _tx: &Transaction<'_>) -> Result<()> {
         Ok(())
@@ -229,15 +231,18 @@ impl ImportState for Pending {
         Ok((d, row))
     }
 
-    fn record(
+    fn record<'a>(
         &mut self,
         tx: &Transaction<'_>,
         _: usize,
-        line: u64,
-        (d, row): &Self::Item,
+        items: impl Iterator<Item = (u64, &'a Self::Item)>,
         report: &mut ImportReport,
     ) -> Result<()> {
-        place(tx, line, d, row, self, report)
+        let mut insert = insert_statement(tx)?;
+        for (line, (d, row)) in items {
+            place(tx, &mut insert, line, d, row, self, report)?;
+        }
+        Ok(())
     }
 
     fn before_commit(&mut self, tx: &Transaction<'_>) -> Result<()> {
@@ -273,20 +278,21 @@ impl ImportState for GraphImport {
         })
     }
 
-    fn record(
+    fn record<'a>(
         &mut self,
         tx: &Transaction<'_>,
         _: usize,
-        line: u64,
-        item: &GraphItem,
+        items: impl Iterator<Item = (u64, &'a GraphItem)>,
         report: &mut ImportReport,
     ) -> Result<()> {
-        match item {
-            GraphItem::Node(n) => upsert_nodes_in(tx, std::slice::from_ref(n)),
-            GraphItem::Edge(e) => upsert_edges_in(tx, std::slice::from_ref(e)),
+        for (line, item) in items {
+            match item {
+                GraphItem::Node(n) => upsert_nodes_in(tx, std::slice::from_ref(n)),
+                GraphItem::Edge(e) => upsert_edges_in(tx, std::slice::from_ref(e)),
+            }
+            .map_err(at(line))?;
+            report.imported += 1;
         }
-        .map_err(at(line))?;
-        report.imported += 1;
         Ok(())
     }
 }
@@ -294,19 +300,20 @@ impl ImportState for GraphImport {
 /// Stores one record and everything that was waiting for it.
 fn place(
     tx: &Transaction<'_>,
+    insert: &mut Statement<'_>,
     line: u64,
     d: &Decision,
     row: &PreparedRow,
     pending: &mut Pending,
     report: &mut ImportReport,
 ) -> Result<()> {
-    if let Some(missing) = place_one(tx, line, d, row, pending, report)? {
+    if let Some(missing) = place_one(tx, insert, line, d, row, pending, report)? {
         pending.waiting.entry(missing).or_default().push((line, d.clone(), row.clone()));
         return Ok(());
     }
     let mut queue = pending.waiting.remove(&d.decision_id()).unwrap_or_default();
     while let Some((line, d, row)) = queue.pop() {
-        match place_one(tx, line, &d, &row, pending, report)? {
+        match place_one(tx, insert, line, &d, &row, pending, report)? {
             Some(missing) => pending.waiting.entry(missing).or_default().push((line, d, row)),
             None => queue.extend(pending.waiting.remove(&d.decision_id()).unwrap_or_default()),
         }
@@ -318,6 +325,7 @@ fn place(
 /// waits for when its parent or corrected decision is not stored yet.
 fn place_one(
     tx: &Transaction<'_>,
+    insert: &mut Statement<'_>,
     line: u64,
     d: &Decision,
     row: &PreparedRow,
@@ -325,7 +333,7 @@ fn place_one(
     report: &mut ImportReport,
 ) -> Result<Option<DecisionId>> {
     let id = d.decision_id();
-    match insert_prepared(tx, &mut pending.ledger, d, row) {
+    match insert_prepared(tx, insert, &mut pending.ledger, d, row) {
         Ok(()) => report.imported += 1,
         Err(Error::MissingReference { field: "parent_decision_id" | "corrects_decision_id", id: missing, .. }) => {
             return DecisionId::parse(&missing).map(Some).map_err(at(line));
@@ -548,21 +556,22 @@ impl Store {
                 let mut chunk = done_rx.recv().expect("the worker answers every chunk");
                 in_flight -= 1;
                 let source = chunk.source;
-                for i in 0..chunk.lines.len() {
-                    let line = chunk.lines[i].0;
+                let mut start = 0;
+                while start < chunk.lines.len() {
                     if in_batch == 0 {
                         owner = source;
                     }
-                    reports[source].lines += 1;
-                    let item = match &chunk.lines[i].1 {
-                        Ok(item) => item,
-                        Err(_) => {
-                            let e = chunk.lines.swap_remove(i).1.err().expect("matched an error");
-                            return Err(name_it(source)(at(line)(e)));
-                        }
-                    };
-                    state.record(&tx, source, line, item, &mut reports[source]).map_err(name_it(source))?;
-                    in_batch += 1;
+                    // A run ends at the next commit, at a line that did not parse, or with the chunk.
+                    let room = usize::try_from(batch - in_batch).unwrap_or(usize::MAX);
+                    let bad = chunk.lines[start..].iter().position(|(_, item)| item.is_err()).map(|i| start + i);
+                    let end = bad.unwrap_or(chunk.lines.len()).min(start.saturating_add(room));
+                    let run = &chunk.lines[start..end];
+                    let before = reports[source].lines;
+                    reports[source].lines += run.len() as u64;
+                    let items =
+                        run.iter().map(|(line, item)| (*line, item.as_ref().expect("a run holds parsed lines")));
+                    state.record(&tx, source, items, &mut reports[source]).map_err(name_it(source))?;
+                    in_batch += run.len() as u64;
                     if in_batch == batch {
                         state.before_commit(&tx)?;
                         tx.commit().map_err(storage)?;
@@ -570,10 +579,16 @@ impl Store {
                         in_batch = 0;
                         tx = self.begin()?;
                     }
-                    if reports[source].lines % 10_000 == 0 {
+                    if bad == Some(end) {
+                        let (line, item) = chunk.lines.swap_remove(end);
+                        let e = item.err().expect("found as an error");
+                        return Err(name_it(source)(at(line)(e)));
+                    }
+                    if before / 10_000 != reports[source].lines / 10_000 {
                         reports[source].bytes = chunk.bytes;
                         progress(&overall(&reports, source));
                     }
+                    start = end;
                 }
                 reports[source].bytes = chunk.bytes;
                 if let Some(e) = chunk.error {
