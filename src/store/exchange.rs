@@ -65,12 +65,15 @@ struct Work {
     source: usize,
     text: Vec<u8>,
     /// Each line's number and its bytes in `text`.
-    lines: Vec<(u64, Range<usize>)>,
+    lines: Vec<LineAt>,
     /// A read error after the last line (an endless line, a failing reader).
     error: Option<Error>,
     /// Bytes of the input read up to the end of this chunk.
     bytes: u64,
 }
+
+/// A line's number and where its bytes are in a chunk's text.
+type LineAt = (u64, Range<usize>);
 
 /// What the writer sends its worker: lines to parse, or parsed records it
 /// is done with, to be freed on the thread that allocated them.
@@ -83,6 +86,9 @@ enum ToWorker<T> {
 struct Parsed<T> {
     source: usize,
     lines: Vec<(u64, Result<T>)>,
+    /// The chunk's buffers, emptied, for the writer to read the next chunk into.
+    text: Vec<u8>,
+    ranges: Vec<LineAt>,
     error: Option<Error>,
     bytes: u64,
 }
@@ -502,35 +508,33 @@ impl Store {
                             continue;
                         }
                     };
-                    let source = work.source;
-                    let lines = work
-                        .lines
-                        .into_iter()
-                        .filter_map(|(line, range)| match line_text(&work.text[range]) {
+                    let Work { source, mut text, lines: mut ranges, error, bytes } = work;
+                    let lines = ranges
+                        .drain(..)
+                        .filter_map(|(line, range)| match line_text(&text[range]) {
                             Ok(None) => None,
                             Ok(Some(text)) => Some((line, S::prepare(source, text))),
                             Err(e) => Some((line, Err(e))),
                         })
                         .collect();
-                    let done = Parsed { source, lines, error: work.error, bytes: work.bytes };
+                    text.clear();
+                    let done = Parsed { source, lines, text, ranges, error, bytes };
                     if done_tx.send(done).is_err() {
                         break;
                     }
                 }
             });
             let (mut reading, mut in_flight) = (0usize, 0usize);
-            let mut text_size = 1 << 16;
+            // Buffers come back with parsed chunks and are read into again:
+            // fresh ones would cost the writer page faults on every chunk.
+            let mut spare: Vec<(Vec<u8>, Vec<LineAt>)> = Vec::new();
             loop {
                 // Keep the worker busy: up to IN_FLIGHT chunks read ahead.
                 while in_flight < IN_FLIGHT && reading < N {
                     let lines = &mut readers[reading];
-                    let mut work = Work {
-                        source: reading,
-                        text: Vec::with_capacity(text_size),
-                        lines: Vec::with_capacity(CHUNK),
-                        error: None,
-                        bytes: 0,
-                    };
+                    let (text, ranges) =
+                        spare.pop().unwrap_or_else(|| (Vec::with_capacity(1 << 16), Vec::with_capacity(CHUNK)));
+                    let mut work = Work { source: reading, text, lines: ranges, error: None, bytes: 0 };
                     while work.lines.len() < CHUNK {
                         match lines.read_into(&mut work.text) {
                             Ok(Some(line)) => work.lines.push(line),
@@ -545,7 +549,6 @@ impl Store {
                             }
                         }
                     }
-                    text_size = text_size.max(work.text.len());
                     work.bytes = lines.bytes;
                     work_tx.send(ToWorker::Parse(work)).expect("the worker runs until its queue closes");
                     in_flight += 1;
@@ -555,6 +558,7 @@ impl Store {
                 }
                 let mut chunk = done_rx.recv().expect("the worker answers every chunk");
                 in_flight -= 1;
+                spare.push((std::mem::take(&mut chunk.text), std::mem::take(&mut chunk.ranges)));
                 let source = chunk.source;
                 let mut start = 0;
                 while start < chunk.lines.len() {
