@@ -139,7 +139,9 @@ macro_rules! ulid_newtype {
 
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                s.collect_str(&self.0)
+                // Encoded on the stack: no formatter machinery for ids written by the million.
+                let mut text = [0u8; ulid::ULID_LEN];
+                s.serialize_str(self.0.array_to_str(&mut text))
             }
         }
 
