@@ -10,9 +10,11 @@ use std::path::Path;
 fn main() {
     // Rebuild when a migration is added or changed: refinery embeds them at compile time.
     println!("cargo:rerun-if-changed=migrations");
+    println!("cargo:rerun-if-changed=migrations/sqlite");
+    println!("cargo:rerun-if-changed=migrations/postgres");
     let mut migrations = Vec::new();
-    for entry in std::fs::read_dir("migrations").expect("migrations/ is readable") {
-        let path = entry.expect("migrations/ is readable").path();
+    for entry in std::fs::read_dir("migrations/sqlite").expect("migrations/sqlite is readable") {
+        let path = entry.expect("migrations/sqlite is readable").path();
         let Some(file) = path.file_name().and_then(|f| f.to_str()) else { continue };
         let Some((version, name)) = file.strip_suffix(".sql").and_then(|f| f.strip_prefix('V')?.split_once("__"))
         else {

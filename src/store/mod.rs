@@ -50,7 +50,7 @@ pub use graph::{GraphCounts, Neighbour};
 pub use integrity::{Anchor, AnchorScope};
 
 mod embedded {
-    refinery::embed_migrations!("migrations");
+    refinery::embed_migrations!("migrations/sqlite");
 }
 
 /// `PRAGMA application_id` of a decision store: "DSTR".
