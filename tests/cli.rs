@@ -186,6 +186,8 @@ fn export_import_round_trips_with_any_batch_size() {
     let one = ok(&["export", s(&db), "--plan", &plan]);
     assert_eq!(one.lines().count(), 13);
     assert!(one.lines().all(|l| l.contains(&plan)));
+    let unknown = decision_store::PlanId::generate().to_string();
+    fails(&["export", s(&db), "--plan", &unknown], 2, &format!("plan {unknown} not found"));
 }
 
 #[test]

@@ -681,6 +681,9 @@ fn an_outline_tree_answers_every_tree_and_history_question_as_the_full_tree_does
     };
     assert_eq!(views(&full), views(&outline));
     assert!(matches!(store.decision_tree_outline(PlanId::generate()), Err(Error::PlanNotFound(_))));
+    let mut out = Vec::new();
+    assert!(matches!(store.export_decisions(Some(PlanId::generate()), &mut out), Err(Error::PlanNotFound(_))));
+    assert!(out.is_empty());
 }
 
 /// The import parses on a worker thread in chunks: errors still come in input order.

@@ -433,17 +433,26 @@ impl Store {
         Ok(report)
     }
 
-    /// Writes decisions as JSON Lines, ordered by plan then sequence.
+    /// Writes decisions as JSON Lines, ordered by plan then sequence: every
+    /// plan's, or one plan's.
     ///
     /// # Errors
-    /// [`Error::Io`] when writing fails, [`Error::Storage`] when reading does.
+    /// [`Error::PlanNotFound`] when `plan` has no decisions (nothing is
+    /// written); [`Error::Io`] when writing fails, [`Error::Storage`] when
+    /// reading does.
     pub fn export_decisions(&self, plan: Option<PlanId>, mut out: impl Write) -> Result<u64> {
         let mut n = 0;
-        self.for_each_decision(plan, |d| {
-            write_json_line(&mut out, &d)?;
-            n += 1;
-            Ok(())
+        // One snapshot: a plan is not half written while another process appends to it.
+        self.read_snapshot(|store| {
+            store.for_each_decision(plan, |d| {
+                write_json_line(&mut out, &d)?;
+                n += 1;
+                Ok(())
+            })
         })?;
+        if let (Some(plan), 0) = (plan, n) {
+            return Err(Error::PlanNotFound(plan.to_string()));
+        }
         out.flush()?;
         Ok(n)
     }
