@@ -203,6 +203,13 @@ impl Store {
         // rarray(): bind a whole id list as one parameter (BFS frontiers).
         rusqlite::vtab::array::load_module(&conn).map_err(storage)?;
         integrity::register_functions(&conn).map_err(storage)?;
+        // Temporary tables, sorters and statement journals in memory, not in
+        // temp files: a write per page otherwise (statement journals of
+        // inserts into tables with triggers; the sort of `check`'s log walk).
+        conn.pragma_update(None, "temp_store", "MEMORY").map_err(storage)?;
+        // 32 MiB of page cache (SQLite's default is 2 MiB): bulk imports touch
+        // four indexes, and a small cache spills them to the WAL repeatedly.
+        conn.pragma_update(None, "cache_size", -32_768).map_err(storage)?;
         Ok(Store { conn, path, read_only })
     }
 
@@ -292,12 +299,6 @@ impl Store {
         self.conn.pragma_update(None, "foreign_keys", true).map_err(storage)?;
         // NORMAL is durable in WAL mode except for the last commits on power loss, and much faster than FULL.
         self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(storage)?;
-        // The schema's triggers make every INSERT keep a statement journal;
-        // in memory it costs a copy, in a temp file a write per page.
-        self.conn.pragma_update(None, "temp_store", "MEMORY").map_err(storage)?;
-        // 32 MiB of page cache (SQLite's default is 2 MiB): bulk imports touch
-        // four indexes, and a small cache spills them to the WAL repeatedly.
-        self.conn.pragma_update(None, "cache_size", -32_768).map_err(storage)?;
         Ok(())
     }
 
