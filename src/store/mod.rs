@@ -207,9 +207,6 @@ impl Store {
         // temp files: a write per page otherwise (statement journals of
         // inserts into tables with triggers; the sort of `check`'s log walk).
         conn.pragma_update(None, "temp_store", "MEMORY").map_err(storage)?;
-        // 32 MiB of page cache (SQLite's default is 2 MiB): bulk imports touch
-        // four indexes, and a small cache spills them to the WAL repeatedly.
-        conn.pragma_update(None, "cache_size", -32_768).map_err(storage)?;
         Ok(Store { conn, path, read_only })
     }
 
@@ -283,6 +280,11 @@ impl Store {
 
     /// Connection settings for a writable store; run outside any transaction.
     fn configure(&self) -> Result<()> {
+        // 32 MiB of page cache (SQLite's default is 2 MiB): bulk imports touch
+        // four indexes, and a small cache spills them to the WAL repeatedly.
+        // Not for readers: a short read pays for every page of a larger cache
+        // as fresh memory (measured: `tree` 16 -> 21 ms, `project` 95 -> 121 ms).
+        self.conn.pragma_update(None, "cache_size", -32_768).map_err(storage)?;
         // 8 KiB pages for new files (a no-op on existing ones): a decision row
         // is about 1.5 KiB, and 4 KiB pages hold two of them with a quarter
         // of each page unused (measured: a 100k import writes 18 % less, 4 % faster).
