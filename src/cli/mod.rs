@@ -213,7 +213,10 @@ pub const SCHEMA: &str = include_str!("decision.schema.json");
 
 /// Opens a store for a read command: read-only, never created.
 pub fn open_read(db: &std::path::Path) -> Result<Store, Failure> {
-    Ok(Store::open_read_only(db)?)
+    let store = Store::open_read_only(db)?;
+    // A command reads most pages once: a small cache costs less to fill.
+    store.set_cache_kib(256)?;
+    Ok(store)
 }
 
 pub fn parse_decision(s: &str) -> Result<DecisionId, Failure> {

