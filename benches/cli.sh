@@ -36,7 +36,8 @@ declare -a ROWS
 row() { # name, dstore times file, floor times file, goal
     local d f
     d=$(median < "$2"); f=$(median < "$3")
-    ROWS+=("$(awk -v n="$1" -v d="$d" -v f="$f" -v g="$4" 'BEGIN { printf "| %s | %.3f s | %.3f s | %.2fx | %s |", n, d, f, d / f, g }')")
+    ROWS+=("$(awk -v n="$1" -v d="$d" -v f="$f" -v g="$4" 'function t(x) { return x < 1 ? sprintf("%.1f ms", x * 1000) : sprintf("%.3f s", x) }
+        BEGIN { printf "| %s | %s | %s | %.2fx | %s |", n, t(d), t(f), d / f, g }')")
 }
 
 echo "cli.sh: $RUNS runs each on $DATA (plan $PLAN, focus $FOCUS)" >&2
