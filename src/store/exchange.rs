@@ -246,7 +246,7 @@ impl ImportState for Pending {
     ) -> Result<()> {
         let mut insert = insert_statement(tx)?;
         for (line, (d, row)) in items {
-            place(tx, &mut insert, line, d, row, self, report)?;
+            self.place(tx, &mut insert, line, d, row, report)?;
         }
         Ok(())
     }
@@ -303,89 +303,93 @@ impl ImportState for GraphImport {
     }
 }
 
-/// Stores one record and everything that was waiting for it.
-fn place(
-    tx: &Transaction<'_>,
-    insert: &mut Statement<'_>,
-    line: u64,
-    d: &Decision,
-    row: &PreparedRow,
-    pending: &mut Pending,
-    report: &mut ImportReport,
-) -> Result<()> {
-    if let Some(missing) = place_one(tx, insert, line, d, row, pending, report)? {
-        pending.waiting.entry(missing).or_default().push((line, d.clone(), row.clone()));
-        return Ok(());
-    }
-    let mut queue = pending.waiting.remove(&d.decision_id()).unwrap_or_default();
-    while let Some((line, d, row)) = queue.pop() {
-        match place_one(tx, insert, line, &d, &row, pending, report)? {
-            Some(missing) => pending.waiting.entry(missing).or_default().push((line, d, row)),
-            None => queue.extend(pending.waiting.remove(&d.decision_id()).unwrap_or_default()),
+impl Pending {
+    /// Stores one record and everything that was waiting for it.
+    fn place(
+        &mut self,
+        tx: &Transaction<'_>,
+        insert: &mut Statement<'_>,
+        line: u64,
+        d: &Decision,
+        row: &PreparedRow,
+        report: &mut ImportReport,
+    ) -> Result<()> {
+        if let Some(missing) = self.place_one(tx, insert, line, d, row, report)? {
+            self.waiting.entry(missing).or_default().push((line, d.clone(), row.clone()));
+            return Ok(());
         }
-    }
-    Ok(())
-}
-
-/// Stores one record and its supersession links; returns the decision it
-/// waits for when its parent or corrected decision is not stored yet.
-fn place_one(
-    tx: &Transaction<'_>,
-    insert: &mut Statement<'_>,
-    line: u64,
-    d: &Decision,
-    row: &PreparedRow,
-    pending: &mut Pending,
-    report: &mut ImportReport,
-) -> Result<Option<DecisionId>> {
-    let id = d.decision_id();
-    match insert_prepared(tx, insert, &mut pending.ledger, d, row) {
-        Ok(()) => report.imported += 1,
-        Err(Error::MissingReference { field: "parent_decision_id" | "corrects_decision_id", id: missing, .. }) => {
-            return DecisionId::parse(&missing).map(Some).map_err(at(line));
-        }
-        // SQLite may report the (plan, sequence) constraint before the primary key.
-        Err(e @ (Error::DuplicateDecision(_) | Error::DuplicateSequence { .. })) => {
-            let Some(stored) = get_in(tx, id)? else { return Err(at(line)(e)) };
-            if without_link(&stored) != without_link(d) {
-                return Err(at(line)(Error::DuplicateDecision(format!("{id} (stored with different content)"))));
+        let mut queue = self.waiting.remove(&d.decision_id()).unwrap_or_default();
+        while let Some((line, d, row)) = queue.pop() {
+            match self.place_one(tx, insert, line, &d, &row, report)? {
+                Some(missing) => self.waiting.entry(missing).or_default().push((line, d, row)),
+                None => queue.extend(self.waiting.remove(&d.decision_id()).unwrap_or_default()),
             }
-            if let (Some(a), Some(b)) = (stored.superseded_by(), d.superseded_by()) {
-                if a != b {
-                    return Err(at(line)(Error::AlreadySuperseded { id: id.to_string(), by: a.to_string() }));
+        }
+        Ok(())
+    }
+
+    /// Stores one record and its supersession links; returns the decision it
+    /// waits for when its parent or corrected decision is not stored yet.
+    fn place_one(
+        &mut self,
+        tx: &Transaction<'_>,
+        insert: &mut Statement<'_>,
+        line: u64,
+        d: &Decision,
+        row: &PreparedRow,
+        report: &mut ImportReport,
+    ) -> Result<Option<DecisionId>> {
+        let id = d.decision_id();
+        match insert_prepared(tx, insert, &mut self.ledger, d, row) {
+            Ok(()) => report.imported += 1,
+            Err(Error::MissingReference {
+                field: "parent_decision_id" | "corrects_decision_id", id: missing, ..
+            }) => {
+                return DecisionId::parse(&missing).map(Some).map_err(at(line));
+            }
+            // SQLite may report the (plan, sequence) constraint before the primary key.
+            Err(e @ (Error::DuplicateDecision(_) | Error::DuplicateSequence { .. })) => {
+                let Some(stored) = get_in(tx, id)? else { return Err(at(line)(e)) };
+                if without_link(&stored) != without_link(d) {
+                    return Err(at(line)(Error::DuplicateDecision(format!("{id} (stored with different content)"))));
                 }
+                if let (Some(a), Some(b)) = (stored.superseded_by(), d.superseded_by()) {
+                    if a != b {
+                        return Err(at(line)(Error::AlreadySuperseded { id: id.to_string(), by: a.to_string() }));
+                    }
+                }
+                report.skipped += 1;
             }
-            report.skipped += 1;
+            Err(e) => return Err(at(line)(e)),
         }
-        Err(e) => return Err(at(line)(e)),
+        if let Some(new) = d.superseded_by() {
+            self.link(tx, line, id, new, report)?;
+        }
+        // Links that waited for this decision as the superseding end.
+        for (l, old) in self.links.remove(&id).unwrap_or_default() {
+            self.link(tx, l, old, id, report)?;
+        }
+        Ok(None)
     }
-    if let Some(new) = d.superseded_by() {
-        link(tx, line, id, new, pending, report)?;
-    }
-    // Links that waited for this decision as the superseding end.
-    for (l, old) in pending.links.remove(&id).unwrap_or_default() {
-        link(tx, l, old, id, pending, report)?;
-    }
-    Ok(None)
-}
 
-fn link(
-    tx: &Transaction<'_>,
-    line: u64,
-    old: DecisionId,
-    new: DecisionId,
-    pending: &mut Pending,
-    report: &mut ImportReport,
-) -> Result<()> {
-    match link_supersession(tx, &mut pending.ledger, old, new) {
-        Ok(true) => report.supersessions += 1,
-        Ok(false) => {}
-        Err(Error::MissingReference { field: "superseded_by", .. }) => {
-            pending.links.entry(new).or_default().push((line, old))
+    fn link(
+        &mut self,
+        tx: &Transaction<'_>,
+        line: u64,
+        old: DecisionId,
+        new: DecisionId,
+        report: &mut ImportReport,
+    ) -> Result<()> {
+        match link_supersession(tx, &mut self.ledger, old, new) {
+            Ok(true) => report.supersessions += 1,
+            Ok(false) => {}
+            Err(Error::MissingReference { field: "superseded_by", .. }) => {
+                self.links.entry(new).or_default().push((line, old))
+            }
+            Err(e) => return Err(at(line)(e)),
         }
-        Err(e) => return Err(at(line)(e)),
+        Ok(())
     }
-    Ok(())
 }
 
 impl Store {
@@ -569,6 +573,8 @@ impl Store {
                 in_flight -= 1;
                 spare.push((std::mem::take(&mut chunk.text), std::mem::take(&mut chunk.ranges)));
                 let source = chunk.source;
+                // The first line that did not parse: the import ends there.
+                let bad = chunk.lines.iter().position(|(_, item)| item.is_err());
                 let mut start = 0;
                 while start < chunk.lines.len() {
                     if in_batch == 0 {
@@ -576,7 +582,6 @@ impl Store {
                     }
                     // A run ends at the next commit, at a line that did not parse, or with the chunk.
                     let room = usize::try_from(batch - in_batch).unwrap_or(usize::MAX);
-                    let bad = chunk.lines[start..].iter().position(|(_, item)| item.is_err()).map(|i| start + i);
                     let end = bad.unwrap_or(chunk.lines.len()).min(start.saturating_add(room));
                     let run = &chunk.lines[start..end];
                     let before = reports[source].lines;
