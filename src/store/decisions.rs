@@ -34,18 +34,30 @@ const UPDATE_PLAN: &str = "UPDATE plans SET decisions = decisions + ?2, correcti
 const COUNT_TYPES: &str = "INSERT INTO decision_type_counts (decision_type, decisions) VALUES (?1, ?2) \
      ON CONFLICT (decision_type) DO UPDATE SET decisions = decisions + excluded.decisions";
 
-/// The columns of a decision row (with its supersession link), for `from_row`.
+/// The columns of a decision row, for `from_row`.
+macro_rules! decision_columns {
+    () => {
+        "d.decision_id, d.plan_id, d.parent_decision_id, d.sequence, d.decision_type, \
+         d.chosen_option, d.rationale, d.confidence_score, d.alternatives, d.context_snapshot, d.artifacts_produced, \
+         d.corrects_decision_id, d.downstream_decision_ids, d.downstream_plan_ids, d.metadata"
+    };
+}
+
+/// Decision rows with their supersession links joined.
 macro_rules! select_decisions {
     () => {
-        "SELECT d.decision_id, d.plan_id, d.parent_decision_id, d.sequence, d.decision_type, \
-         d.chosen_option, d.rationale, d.confidence_score, d.alternatives, d.context_snapshot, d.artifacts_produced, \
-         d.corrects_decision_id, s.superseded_by, d.downstream_decision_ids, d.downstream_plan_ids, d.metadata \
-         FROM decisions d LEFT JOIN supersessions s ON s.decision_id = d.decision_id"
+        concat!(
+            "SELECT ",
+            decision_columns!(),
+            ", s.superseded_by FROM decisions d LEFT JOIN supersessions s ON s.decision_id = d.decision_id"
+        )
     };
 }
 
 pub(super) const DECISION_BY_ID: &str = concat!(select_decisions!(), " WHERE d.decision_id = ?1");
-pub(super) const PLAN_ROWS: &str = concat!(select_decisions!(), " WHERE d.plan_id = ?1 ORDER BY d.sequence");
+/// A plan's rows; their supersession links come from [`PLAN_LINKS`], as an outline's do.
+pub(super) const PLAN_ROWS: &str =
+    concat!("SELECT ", decision_columns!(), " FROM decisions d WHERE d.plan_id = ?1 ORDER BY d.sequence");
 /// The scalar columns of a plan's rows, for [`Store::decision_tree_outline`];
 /// their supersession links come from [`PLAN_LINKS`].
 pub(super) const OUTLINE_ROWS: &str =
@@ -223,7 +235,8 @@ fn from_row(row: &Row<'_>, c: &Cols) -> rusqlite::Result<Result<Decision>> {
     Ok(d.check().map(|()| d))
 }
 
-/// Every decision a query for one plan returns, decoded with [`from_row`].
+/// Every decision a query for one plan returns, decoded with [`from_row`],
+/// with the plan's supersession links.
 fn rows_of_plan(conn: &Connection, sql: &str, plan: PlanId) -> Result<Vec<Decision>> {
     let plan = plan.to_string();
     let mut stmt = conn.prepare_cached(sql).map_err(storage)?;
@@ -237,22 +250,43 @@ fn rows_of_plan(conn: &Connection, sql: &str, plan: PlanId) -> Result<Vec<Decisi
     for d in stmt.query_map([&plan], |r| from_row(r, &cols)).map_err(storage)? {
         decisions.push(d.map_err(storage)??);
     }
-    if cols.superseded_by.is_none() {
-        let mut links = HashMap::new();
-        let mut stmt = conn.prepare_cached(PLAN_LINKS).map_err(storage)?;
-        let mut rows = stmt.query([&plan]).map_err(storage)?;
-        while let Some(row) = rows.next().map_err(storage)? {
-            let text = |i: usize| -> Result<&str> { row.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(storage) };
-            let old = DecisionId::parse_field("decision_id", text(0)?)?;
-            links.insert(old, DecisionId::parse_field("superseded_by", text(1)?)?);
-        }
-        if !links.is_empty() {
-            for d in &mut decisions {
-                d.superseded_by = links.get(&d.decision_id).copied();
+    match link_plan(conn, &plan, &mut decisions)?.into_iter().next() {
+        Some((_, e)) => Err(e),
+        None => Ok(decisions),
+    }
+}
+
+/// Sets each decision's supersession link from [`PLAN_LINKS`]: one query for
+/// a plan's few links instead of a lookup for each of its many decisions.
+/// Returns (decision id, error) for each link that does not decode or
+/// names its own decision; those decisions are left out of `decisions`.
+fn link_plan(conn: &Connection, plan: &str, decisions: &mut Vec<Decision>) -> Result<Vec<(String, Error)>> {
+    let mut links: IdMap<DecisionId, DecisionId> = IdMap::default();
+    let mut bad = Vec::new();
+    let mut stmt = conn.prepare_cached(PLAN_LINKS).map_err(storage)?;
+    let mut rows = stmt.query([plan]).map_err(storage)?;
+    while let Some(row) = rows.next().map_err(storage)? {
+        let (old, new): (String, String) = (row.get(0).map_err(storage)?, row.get(1).map_err(storage)?);
+        match (DecisionId::parse_field("decision_id", &old), DecisionId::parse_field("superseded_by", &new)) {
+            (Ok(o), Ok(_)) if old == new => {
+                links.remove(&o);
+                bad.push((old, Error::validation("superseded_by", "a decision cannot name itself")));
             }
+            (Ok(o), Ok(n)) => {
+                links.insert(o, n);
+            }
+            (Err(e), _) | (_, Err(e)) => bad.push((old, e)),
         }
     }
-    Ok(decisions)
+    if !bad.is_empty() {
+        decisions.retain(|d| !bad.iter().any(|(id, _)| *id == d.decision_id.to_string()));
+    }
+    if !links.is_empty() {
+        for d in decisions.iter_mut() {
+            d.superseded_by = links.get(&d.decision_id).copied();
+        }
+    }
+    Ok(bad)
 }
 
 /// Translates a failed insert into the rule it broke.
@@ -588,6 +622,8 @@ pub(crate) fn plan_rows_lenient(conn: &Connection, plan: &str) -> Result<Lenient
             Err(e) => bad.push((id, Error::Storage(Box::new(e)))),
         }
     }
+    drop(rows);
+    bad.extend(link_plan(conn, plan, &mut good)?);
     Ok((good, bad))
 }
 
