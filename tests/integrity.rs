@@ -12,32 +12,8 @@ use decision_store::{DecisionType, Error, PlanId, Store};
 use rusqlite::Connection;
 use serde_json::Value;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn dstore(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_dstore")).args(args).stdin(Stdio::null()).output().expect("dstore runs");
-    let run = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(!run.stderr.contains("panicked"), "dstore {args:?} panicked: {}", run.stderr);
-    run
-}
-
-fn ok(args: &[&str]) -> String {
-    let r = dstore(args);
-    assert_eq!(r.code, 0, "dstore {args:?}: {}", r.stderr);
-    r.stdout
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+mod common;
+use common::{dstore, ok, s};
 
 /// A ULID of the given prefix and number (Crockford base32).
 fn ulid(prefix: &str, mut n: u64) -> String {
@@ -374,6 +350,7 @@ fn check_reports_dangling_rows_of_every_table_and_never_fails() {
         domain: "d:".into(),
         kind: "k".into(),
         label: uri.into(),
+        version: None,
         views: vec![],
     };
     store.upsert_nodes(&[node("a"), node("b")]).unwrap();
@@ -490,7 +467,7 @@ fn a_version_1_store_needs_an_upgrade_to_be_read_and_upgrades_with_hashes() {
     let copy = dir.path().join("v1.db");
     std::fs::copy(fixture("v1-demo.db"), &copy).unwrap();
     let before = std::fs::read(&copy).unwrap();
-    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 4, .. })));
+    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 5, .. })));
     let r = dstore(&["info", s(&copy)]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("older") && r.stderr.contains("dstore init"), "{}", r.stderr);
@@ -532,8 +509,8 @@ fn schema_of(path: &Path) -> Vec<(String, String, String)> {
 }
 
 #[test]
-fn version_2_and_3_stores_upgrade_without_rewriting_a_row() {
-    for version in [2, 3] {
+fn version_2_3_and_4_stores_upgrade_without_rewriting_a_row() {
+    for version in [2, 3, 4] {
         upgrades_without_rewriting_a_row(version);
     }
 }
@@ -556,7 +533,7 @@ fn upgrades_without_rewriting_a_row(version: i64) {
     let before = rows(&copy);
     assert_eq!(before.len(), 17);
     match Store::open_read_only(&copy) {
-        Err(Error::NeedsUpgrade { found, supported: 4, .. }) if found == version => {}
+        Err(Error::NeedsUpgrade { found, supported: 5, .. }) if found == version => {}
         other => panic!("v{version}: {other:?}"),
     }
     // Taken by the binary of that version, which wrote the fixture.

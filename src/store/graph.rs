@@ -15,7 +15,11 @@ use serde::Serialize;
 use super::{storage, Store};
 use crate::decision::IdMap;
 use crate::error::{Error, Result};
-use crate::uko::{Direction, GraphSource, NodeKey, NodeRecord, NodeView, UkoEdge, UkoGraph, UkoNode};
+use crate::uko::{views_version, Direction, GraphSource, NodeKey, NodeRecord, NodeView, UkoEdge, UkoGraph, UkoNode};
+use crate::{ContextSnapshot, ResourceRef};
+use sha2::{Digest, Sha256};
+
+use super::integrity::to_hex;
 
 /// One BFS hop: the edges leaving (or entering) a whole frontier.
 pub(super) const EXPAND_OUT: &str = "SELECT source_id, target_id FROM uko_edges WHERE source_id IN rarray(?1)";
@@ -58,8 +62,9 @@ fn text_array(items: &[String]) -> Rc<Vec<SqlValue>> {
 pub(crate) fn upsert_nodes_in(conn: &Connection, nodes: &[UkoNode]) -> Result<()> {
     let mut upsert = conn
         .prepare_cached(
-            "INSERT INTO uko_nodes (uri, domain, kind, label) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (uri) DO UPDATE SET domain = excluded.domain, kind = excluded.kind, label = excluded.label
+            "INSERT INTO uko_nodes (uri, domain, kind, label, version) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (uri) DO UPDATE SET domain = excluded.domain, kind = excluded.kind, label = excluded.label,
+                 version = excluded.version
              RETURNING node_id",
         )
         .map_err(storage)?;
@@ -69,8 +74,9 @@ pub(crate) fn upsert_nodes_in(conn: &Connection, nodes: &[UkoNode]) -> Result<()
         .map_err(storage)?;
     for node in nodes {
         node.validate()?;
-        let id: i64 =
-            upsert.query_row(params![node.uri, node.domain, node.kind, node.label], |r| r.get(0)).map_err(storage)?;
+        let id: i64 = upsert
+            .query_row(params![node.uri, node.domain, node.kind, node.label, node.version], |r| r.get(0))
+            .map_err(storage)?;
         clear.execute([id]).map_err(storage)?;
         for v in &node.views {
             view.execute(params![id, v.depth, v.content]).map_err(storage)?;
@@ -168,6 +174,135 @@ impl Store {
         rows.collect::<rusqlite::Result<_>>().map_err(storage)
     }
 
+    /// Removes nodes with their views and every edge that touches them, in
+    /// one transaction; URIs that name no node are passed over. Returns how
+    /// many nodes went.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the tables cannot be written; nothing is removed then.
+    pub fn remove_nodes(&mut self, uris: &[String]) -> Result<usize> {
+        self.write(|tx, _| {
+            let mut stmt = tx.prepare_cached(RESOLVE).map_err(storage)?;
+            let keys: Vec<NodeKey> = stmt
+                .query_map([text_array(uris)], |r| r.get(1))
+                .map_err(storage)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(storage)?;
+            let array = key_array(&keys);
+            for sql in [
+                "DELETE FROM uko_edges WHERE source_id IN rarray(?1)",
+                "DELETE FROM uko_edges WHERE target_id IN rarray(?1)",
+                "DELETE FROM uko_node_views WHERE node_id IN rarray(?1)",
+                "DELETE FROM uko_nodes WHERE node_id IN rarray(?1)",
+            ] {
+                tx.execute(sql, [array.clone()]).map_err(storage)?;
+            }
+            Ok(keys.len())
+        })
+    }
+
+    /// The current version ([`UkoNode::current_version`]) of each of these
+    /// URIs that names a stored node, in two queries; a URI missing from the
+    /// answer is not in the graph.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the tables cannot be read.
+    pub fn node_versions(&self, uris: &[String]) -> Result<HashMap<String, String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT node_id, uri, version FROM uko_nodes WHERE uri IN rarray(?1)")
+            .map_err(storage)?;
+        let mut versions = HashMap::with_capacity(uris.len());
+        let mut unversioned: IdMap<NodeKey, (String, Vec<NodeView>)> = IdMap::default();
+        let rows = stmt
+            .query_map([text_array(uris)], |r| {
+                Ok((r.get::<_, NodeKey>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?))
+            })
+            .map_err(storage)?;
+        for row in rows {
+            match row.map_err(storage)? {
+                (_, uri, Some(version)) => {
+                    versions.insert(uri, version);
+                }
+                (key, uri, None) => {
+                    unversioned.insert(key, (uri, Vec::new()));
+                }
+            }
+        }
+        if !unversioned.is_empty() {
+            let keys: Vec<NodeKey> = unversioned.keys().copied().collect();
+            let mut stmt = self.conn.prepare_cached(VIEWS).map_err(storage)?;
+            let rows = stmt
+                .query_map([key_array(&keys)], |r| {
+                    Ok((r.get::<_, NodeKey>(0)?, NodeView { depth: r.get(1)?, content: r.get(2)? }))
+                })
+                .map_err(storage)?;
+            for row in rows {
+                let (key, view) = row.map_err(storage)?;
+                if let Some((_, views)) = unversioned.get_mut(&key) {
+                    views.push(view);
+                }
+            }
+            versions.extend(unversioned.into_values().map(|(uri, views)| (uri, views_version(&views))));
+        }
+        Ok(versions)
+    }
+
+    /// The current version of one node, `None` when it is not in the graph.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the tables cannot be read.
+    pub fn node_version(&self, uri: &str) -> Result<Option<String>> {
+        Ok(self.node_versions(&[uri.to_owned()])?.remove(uri))
+    }
+
+    /// A context snapshot of these graph nodes as they are now, for a
+    /// decision to record what it saw: each becomes a resource with its kind
+    /// and current version, and the snapshot's `hash` is `sha256:` and the
+    /// SHA-256 of the (URI, version) pairs, so two snapshots of the same
+    /// versions hash alike. Duplicates are kept once, in the order given.
+    ///
+    /// ```
+    /// # use decision_store::{Store, uko::UkoNode};
+    /// let mut store = Store::open_in_memory()?;
+    /// store.upsert_nodes(&[UkoNode::new("class://A", "uko-code:", "class", "A").with_version("v1")])?;
+    /// let snapshot = store.snapshot_of(&["class://A"])?;
+    /// assert_eq!(snapshot.resources()[0].version(), Some("v1"));
+    /// # Ok::<(), decision_store::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::UnknownNode`] naming the first URI that is not in the graph.
+    pub fn snapshot_of(&self, uris: &[impl AsRef<str>]) -> Result<ContextSnapshot> {
+        let mut wanted: Vec<String> = Vec::with_capacity(uris.len());
+        for u in uris {
+            if !wanted.iter().any(|w| w == u.as_ref()) {
+                wanted.push(u.as_ref().to_owned());
+            }
+        }
+        let mut versions = self.node_versions(&wanted)?;
+        let mut kinds: HashMap<String, String> = HashMap::with_capacity(wanted.len());
+        let mut stmt =
+            self.conn.prepare_cached("SELECT uri, kind FROM uko_nodes WHERE uri IN rarray(?1)").map_err(storage)?;
+        for row in stmt.query_map([text_array(&wanted)], |r| Ok((r.get(0)?, r.get(1)?))).map_err(storage)? {
+            let (uri, kind) = row.map_err(storage)?;
+            kinds.insert(uri, kind);
+        }
+        let mut h = Sha256::new();
+        let mut resources = Vec::with_capacity(wanted.len());
+        for uri in wanted {
+            let version = versions.remove(&uri).ok_or_else(|| Error::UnknownNode(uri.clone()))?;
+            for part in [&uri, &version] {
+                h.update((part.len() as u64).to_be_bytes());
+                h.update(part.as_bytes());
+            }
+            let kind = kinds.remove(&uri);
+            resources.push(ResourceRef::new(uri, kind, Some(version))?);
+        }
+        let digest: [u8; 32] = h.finalize().into();
+        Ok(ContextSnapshot::new(format!("sha256:{}", to_hex(&digest)), resources, None))
+    }
+
     /// Node and edge totals.
     ///
     /// # Errors
@@ -188,7 +323,7 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT n.uri, n.domain, n.kind, n.label, v.depth, v.content
+                "SELECT n.uri, n.domain, n.kind, n.label, n.version, v.depth, v.content
                  FROM uko_nodes n LEFT JOIN uko_node_views v ON v.node_id = n.node_id
                  ORDER BY n.uri, v.depth",
             )
@@ -201,15 +336,17 @@ impl Store {
                 if let Some(done) = current.take() {
                     f(done)?;
                 }
-                current = Some(UkoNode::new(
+                let mut node = UkoNode::new(
                     uri,
                     r.get::<_, String>(1).map_err(storage)?,
                     r.get::<_, String>(2).map_err(storage)?,
                     r.get::<_, String>(3).map_err(storage)?,
-                ));
+                );
+                node.version = r.get(4).map_err(storage)?;
+                current = Some(node);
             }
-            if let Some(depth) = r.get::<_, Option<u32>>(4).map_err(storage)? {
-                let content: String = r.get(5).map_err(storage)?;
+            if let Some(depth) = r.get::<_, Option<u32>>(5).map_err(storage)? {
+                let content: String = r.get(6).map_err(storage)?;
                 current.as_mut().expect("set above").views.push(NodeView { depth, content });
             }
         }

@@ -509,7 +509,7 @@ mod tests {
         let ours: Vec<(i64, String, String)> =
             MIGRATIONS.iter().map(|&(v, n, c)| (v, n.to_owned(), c.to_owned())).collect();
         assert_eq!(ours, refinery);
-        assert_eq!(supported_schema_version(), 4);
+        assert_eq!(supported_schema_version(), 5);
     }
 
     #[test]

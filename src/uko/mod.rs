@@ -29,6 +29,11 @@ pub struct UkoNode {
     pub domain: String,
     pub kind: String,
     pub label: String,
+    /// The version given by `ingest` (a content hash) or by `nodes.jsonl`;
+    /// `None` when none was given. [`UkoNode::current_version`] is what
+    /// staleness compares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     #[serde(default)]
     pub views: Vec<NodeView>,
 }
@@ -41,7 +46,26 @@ impl UkoNode {
         kind: impl Into<String>,
         label: impl Into<String>,
     ) -> Self {
-        UkoNode { uri: uri.into(), domain: domain.into(), kind: kind.into(), label: label.into(), views: Vec::new() }
+        UkoNode {
+            uri: uri.into(),
+            domain: domain.into(),
+            kind: kind.into(),
+            label: label.into(),
+            version: None,
+            views: Vec::new(),
+        }
+    }
+
+    /// Sets the version.
+    pub fn with_version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// The version a decision records for this node: the given one, or else
+    /// [`views_version`] of its views.
+    pub fn current_version(&self) -> String {
+        self.version.clone().unwrap_or_else(|| views_version(&self.views))
     }
 
     /// Adds a view at `depth`.
@@ -50,13 +74,17 @@ impl UkoNode {
         self
     }
 
-    /// Checks the node's own rules: a non-empty URI, one view per depth.
+    /// Checks the node's own rules: a non-empty URI, a non-empty version
+    /// when one is given, one view per depth.
     ///
     /// # Errors
-    /// [`Error::Validation`] naming `uri` or `views`.
+    /// [`Error::Validation`] naming `uri`, `version` or `views`.
     pub fn validate(&self) -> Result<()> {
         if self.uri.is_empty() {
             return Err(Error::validation("uri", "must not be empty"));
+        }
+        if self.version.as_deref() == Some("") {
+            return Err(Error::validation("version", format!("{}: must not be empty when given", self.uri)));
         }
         let mut depths: Vec<u32> = self.views.iter().map(|v| v.depth).collect();
         depths.sort_unstable();
@@ -70,6 +98,24 @@ impl UkoNode {
     pub fn view_at(&self, depth: u32) -> Option<&NodeView> {
         self.views.iter().filter(|v| v.depth <= depth).max_by_key(|v| v.depth)
     }
+}
+
+/// The version of a node that was given none: `sha256:` and the hex SHA-256
+/// of its views in depth order, each as its depth (4 bytes, big-endian), its
+/// content's length in bytes (8 bytes, big-endian) and the content. Any change
+/// of a view changes it; the order the views were given in does not.
+pub fn views_version<'a>(views: impl IntoIterator<Item = &'a NodeView>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut sorted: Vec<&NodeView> = views.into_iter().collect();
+    sorted.sort_by_key(|v| v.depth);
+    let mut h = Sha256::new();
+    for v in sorted {
+        h.update(v.depth.to_be_bytes());
+        h.update((v.content.len() as u64).to_be_bytes());
+        h.update(v.content.as_bytes());
+    }
+    let digest: [u8; 32] = h.finalize().into();
+    format!("sha256:{}", crate::store::integrity::to_hex(&digest))
 }
 
 /// A directed edge (interchange shape).
