@@ -25,11 +25,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod calibration;
 pub mod decision;
 pub mod error;
 pub mod exchange;
 pub mod inheritance;
 pub mod projection;
+pub mod stale;
 pub mod store;
 #[cfg(feature = "test-support")]
 pub mod testing;

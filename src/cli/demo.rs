@@ -3,10 +3,7 @@
 use std::path::Path;
 
 use decision_store::uko::{UkoEdge, UkoNode};
-use decision_store::{
-    Alternative, ArtifactRef, ContextSnapshot, Decision, DecisionBuilder, DecisionType, Error, PlanId, ResourceRef,
-    Store,
-};
+use decision_store::{Alternative, ArtifactRef, Decision, DecisionBuilder, DecisionType, Error, PlanId, Store};
 
 use super::{inspect, CmdResult, Failure, Format, TreeFormat};
 
@@ -126,21 +123,12 @@ fn graph() -> (Vec<UkoNode>, Vec<UkoEdge>) {
     (nodes, edges)
 }
 
-fn refs(uris: &[&str]) -> decision_store::Result<ContextSnapshot> {
-    let resources = uris
-        .iter()
-        .map(|u| ResourceRef::new(*u, u.split_once("://").map(|(k, _)| k.to_owned()), None))
-        .collect::<decision_store::Result<Vec<_>>>()?;
-    Ok(ContextSnapshot::new(
-        format!("sha256:{:016x}", uris.len() * 7919 + uris.iter().map(|u| u.len()).sum::<usize>()),
-        resources,
-        None,
-    ))
-}
-
 /// The two sample plans: a rate-limiting plan and the subplan it spawns.
-fn plans() -> decision_store::Result<(PlanId, Vec<Decision>)> {
+///
+/// Snapshots record the graph's nodes as `store` holds them now.
+fn plans(store: &Store) -> decision_store::Result<(PlanId, Vec<Decision>)> {
     use DecisionType::*;
+    let refs = |uris: &[&str]| store.snapshot_of(uris);
     let main = PlanId::generate();
     let sub = PlanId::generate();
     let mut ds: Vec<Decision> = Vec::new();
@@ -241,6 +229,15 @@ fn plans() -> decision_store::Result<(PlanId, Vec<Decision>)> {
     Ok((main, ds))
 }
 
+/// `TokenBucket.take` after a later commit gave it a cost per request.
+fn changed_take() -> UkoNode {
+    let sig = "def take(self, key: str, cost: int = 1) -> bool";
+    UkoNode::new("function://TokenBucket.take", "uko-code:", "function", "take")
+        .with_view(0, "take")
+        .with_view(4, sig)
+        .with_view(9, format!("{sig}:\n    \"\"\"take: requests may cost more than one token.\"\"\"\n    ..."))
+}
+
 /// Removes an existing decision store (and its WAL files) at `db`; refuses anything else.
 fn clear(db: &Path) -> Result<(), Failure> {
     match Store::open_read_only(db) {
@@ -265,14 +262,17 @@ fn clear(db: &Path) -> Result<(), Failure> {
 
 pub fn run(db: &Path) -> CmdResult {
     clear(db)?;
-    let (main_plan, decisions) = plans()?;
     let (nodes, edges) = graph();
-    {
+    let (main_plan, decisions) = {
         let mut store = Store::open(db)?;
         store.upsert_nodes(&nodes)?;
         store.upsert_edges(&edges)?;
+        let (main_plan, decisions) = plans(&store)?;
         store.insert_many(&decisions)?;
-    }
+        // The code moved on after the plan: `dstore stale` has something to say.
+        store.upsert_nodes(&[changed_take()])?;
+        (main_plan, decisions)
+    };
     eprintln!(
         "dstore: wrote {} decisions in 2 plans and a graph of {} nodes to {}\n",
         decisions.len(),
@@ -287,6 +287,6 @@ pub fn run(db: &Path) -> CmdResult {
     println!("\n$ dstore project {} --focus {focus} --breadth 2 --depth FULL_SOURCE", db.display());
     let args = super::project::ProjectArgsBuilder::new(db, focus, 2, "FULL_SOURCE").build();
     super::project::project(&args)?;
-    println!("\nNext: dstore show {0} <decision id>, dstore chain, dstore tree --format dot, dstore project --fragments --budget 400", db.display());
+    println!("\nNext: dstore show {0} <decision id>, dstore chain, dstore stale, dstore calibration, dstore tree --format dot, dstore project --fragments --budget 400", db.display());
     Ok(0)
 }

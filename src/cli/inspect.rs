@@ -184,7 +184,10 @@ pub fn show(db: &Path, id: &str, format: Format) -> CmdResult {
     if !snap.is_empty() {
         let _ = writeln!(out, "snapshot      {}", if snap.hash().is_empty() { "(no hash)" } else { snap.hash() });
         for r in snap.resources() {
-            let _ = writeln!(out, "  resource    {}", r.resource_id());
+            let _ = match r.version() {
+                Some(v) => writeln!(out, "  resource    {}  version {}", r.resource_id(), short(v, 20)),
+                None => writeln!(out, "  resource    {}", r.resource_id()),
+            };
         }
         if let Some(a) = snap.actor_state_ref() {
             let _ = writeln!(out, "  actor state {a}");

@@ -5,6 +5,7 @@ mod exchange;
 mod inspect;
 mod project;
 mod render;
+mod review;
 
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
@@ -142,6 +143,32 @@ enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
+    /// Decisions made on context that has changed since, and what builds on them; exits 1 when any is stale.
+    Stale {
+        db: PathBuf,
+        /// Check only this plan's decisions.
+        #[arg(long, value_name = "PLAN_ID")]
+        plan: Option<String>,
+        /// Report overturned (corrected or superseded) decisions too.
+        #[arg(long)]
+        all: bool,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// Confidence scores against outcomes: Brier score, calibration error and the reliability bins.
+    Calibration {
+        db: PathBuf,
+        #[arg(long, value_name = "PLAN_ID")]
+        plan: Option<String>,
+        /// Figures per decision type, phase or plan beside the overall ones.
+        #[arg(long, value_enum)]
+        by: Option<review::By>,
+        /// Count only decisions followed by at least N later decisions in their plan.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        settled_after: u32,
+        #[arg(long, value_enum, default_value_t)]
+        format: review::CalibrationFormat,
+    },
     /// Project context from the graph.
     Project(project::ProjectArgs),
     /// The inherited context of a child of a plan.
@@ -199,6 +226,10 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Impact { db, decision_id, format } => inspect::impact(&db, &decision_id, format),
         Command::Check { db, expect, format } => inspect::check(&db, &expect, format),
         Command::Digest { db, plan, format } => inspect::digest(&db, plan.as_deref(), format),
+        Command::Stale { db, plan, all, format } => review::stale(&db, plan.as_deref(), all, format),
+        Command::Calibration { db, plan, by, settled_after, format } => {
+            review::calibration(&db, plan.as_deref(), by, settled_after, format)
+        }
         Command::Project(args) => project::project(&args),
         Command::ChildContext(args) => project::child_context(&args),
         Command::Schema => {

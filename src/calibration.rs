@@ -1,0 +1,342 @@
+//! Whether an agent's confidence can be trusted: confidence scores against outcomes.
+//!
+//! A decision's outcome is *held* when it stands (nothing corrects it and it
+//! is not superseded) and *overturned* otherwise. For decisions with a
+//! confidence score, [`calibrate`] reports the count, the mean confidence,
+//! the share held, the Brier score (mean squared difference between
+//! confidence and outcome, 1 held and 0 overturned) and the expected
+//! calibration error over ten equal-width bins, overall and per group.
+//! `docs/calibration.md` gives the formulas.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::decision::{DecisionId, DecisionType, Phase, PlanId};
+use crate::error::{Error, Result};
+use crate::Store;
+
+/// Number of equal-width confidence bins.
+pub const BINS: usize = 10;
+
+/// How [`calibrate`] groups decisions besides the overall figures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupBy {
+    Type,
+    Phase,
+    Plan,
+}
+
+/// What [`Store::calibration`] looks at.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CalibrationOptions {
+    /// Only this plan's decisions.
+    pub plan: Option<PlanId>,
+    /// Groups reported beside the overall figures.
+    pub by: Option<GroupBy>,
+    /// Count only decisions followed by at least this many later decisions
+    /// (higher sequence) in their plan: newer ones have not been judged yet.
+    pub settled_after: u32,
+}
+
+/// One decision and what became of it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Outcome {
+    pub decision_id: DecisionId,
+    pub plan_id: PlanId,
+    pub decision_type: DecisionType,
+    pub confidence: Option<f64>,
+    /// Not corrected and not superseded.
+    pub held: bool,
+    /// Decisions of its plan with a higher sequence.
+    pub later: u32,
+}
+
+/// One confidence bin: `[lower, upper)`, the last one `[0.9, 1.0]`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Bin {
+    pub lower: f64,
+    pub upper: f64,
+    pub count: u64,
+    /// `None` for an empty bin.
+    pub mean_confidence: Option<f64>,
+    pub share_held: Option<f64>,
+}
+
+/// Calibration figures of a set of decisions.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Decisions in the set, with or without a confidence score.
+    pub decisions: u64,
+    /// Decisions without a confidence score: counted apart, in no figure below.
+    pub unscored: u64,
+    /// Decisions with a confidence score: the figures below are theirs.
+    pub scored: u64,
+    pub held: u64,
+    /// The figures are `None` when no decision of the set has a score.
+    pub mean_confidence: Option<f64>,
+    pub share_held: Option<f64>,
+    pub brier: Option<f64>,
+    /// Expected calibration error over [`BINS`] equal-width bins.
+    pub ece: Option<f64>,
+    pub bins: Vec<Bin>,
+}
+
+/// A group's figures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Group {
+    /// The type's or phase's wire name, or the plan id.
+    pub key: String,
+    #[serde(flatten)]
+    pub metrics: Metrics,
+}
+
+/// The answer of [`calibrate`] and [`Store::calibration`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Calibration {
+    pub settled_after: u32,
+    /// Decisions left out because fewer than `settled_after` decisions follow them.
+    pub unsettled: u64,
+    pub overall: Metrics,
+    pub by: Option<GroupBy>,
+    /// In type declaration order, phase order or plan id order; only non-empty groups.
+    pub groups: Vec<Group>,
+}
+
+/// Running sums of one set.
+#[derive(Clone, Debug, Default)]
+struct Sums {
+    decisions: u64,
+    unscored: u64,
+    held: u64,
+    confidence: f64,
+    squared_error: f64,
+    bins: [(u64, f64, u64); BINS],
+}
+
+impl Sums {
+    fn add(&mut self, o: &Outcome) {
+        self.decisions += 1;
+        let Some(c) = o.confidence else {
+            self.unscored += 1;
+            return;
+        };
+        let y = if o.held { 1.0 } else { 0.0 };
+        self.held += u64::from(o.held);
+        self.confidence += c;
+        self.squared_error += (c - y) * (c - y);
+        let bin = &mut self.bins[bin_of(c)];
+        bin.0 += 1;
+        bin.1 += c;
+        bin.2 += u64::from(o.held);
+    }
+
+    fn metrics(&self) -> Metrics {
+        let scored = self.decisions - self.unscored;
+        let per = |sum: f64, n: u64| (n > 0).then(|| sum / n as f64);
+        let bins: Vec<Bin> = self
+            .bins
+            .iter()
+            .enumerate()
+            .map(|(i, &(count, conf, held))| Bin {
+                lower: i as f64 / BINS as f64,
+                upper: (i + 1) as f64 / BINS as f64,
+                count,
+                mean_confidence: per(conf, count),
+                share_held: per(held as f64, count),
+            })
+            .collect();
+        let ece = (scored > 0).then(|| {
+            bins.iter()
+                .filter_map(|b| Some(b.count as f64 / scored as f64 * (b.share_held? - b.mean_confidence?).abs()))
+                .sum()
+        });
+        Metrics {
+            decisions: self.decisions,
+            unscored: self.unscored,
+            scored,
+            held: self.held,
+            mean_confidence: per(self.confidence, scored),
+            share_held: per(self.held as f64, scored),
+            brier: per(self.squared_error, scored),
+            ece,
+            bins,
+        }
+    }
+}
+
+/// The bin of a confidence in `[0, 1]`: `[i/10, (i+1)/10)`, 1.0 in the last.
+fn bin_of(c: f64) -> usize {
+    ((c * BINS as f64).floor().max(0.0) as usize).min(BINS - 1)
+}
+
+fn phase_key(p: Phase) -> &'static str {
+    match p {
+        Phase::Strategize => "strategize",
+        Phase::Execute => "execute",
+        Phase::Any => "any",
+    }
+}
+
+/// Calibration figures of these outcomes, grouped by `by`, counting only
+/// those followed by at least `settled_after` later decisions.
+pub fn calibrate<'a>(
+    outcomes: impl IntoIterator<Item = &'a Outcome>,
+    by: Option<GroupBy>,
+    settled_after: u32,
+) -> Calibration {
+    let mut overall = Sums::default();
+    // Sort keys: type and phase by declaration order, plans by id.
+    let mut groups: BTreeMap<(usize, String), Sums> = BTreeMap::new();
+    let mut unsettled = 0;
+    for o in outcomes {
+        if o.later < settled_after {
+            unsettled += 1;
+            continue;
+        }
+        overall.add(o);
+        let key = match by {
+            None => continue,
+            Some(GroupBy::Type) => {
+                let t = o.decision_type;
+                (DecisionType::ALL.iter().position(|&x| x == t).unwrap_or(0), t.as_str().to_owned())
+            }
+            Some(GroupBy::Phase) => {
+                let p = o.decision_type.phase();
+                (
+                    [Phase::Strategize, Phase::Execute, Phase::Any].iter().position(|&x| x == p).unwrap_or(0),
+                    phase_key(p).to_owned(),
+                )
+            }
+            Some(GroupBy::Plan) => (0, o.plan_id.to_string()),
+        };
+        groups.entry(key).or_default().add(o);
+    }
+    Calibration {
+        settled_after,
+        unsettled,
+        overall: overall.metrics(),
+        by,
+        groups: groups.into_iter().map(|((_, key), sums)| Group { key, metrics: sums.metrics() }).collect(),
+    }
+}
+
+impl Store {
+    /// Each decision's confidence and outcome, by plan then sequence, from one read snapshot.
+    ///
+    /// # Errors
+    /// [`Error::PlanNotFound`] for a plan with no decisions,
+    /// [`Error::Storage`] when rows cannot be read.
+    pub fn outcomes(&self, plan: Option<PlanId>) -> Result<Vec<Outcome>> {
+        self.read_snapshot(|store| {
+            let plans = match plan {
+                Some(p) => vec![p],
+                None => store.plans()?.into_iter().map(|p| p.plan_id).collect(),
+            };
+            let mut out = Vec::new();
+            for plan in plans {
+                // The outline holds ids, links, type, sequence and confidence: all this needs.
+                let tree = store.decision_tree_outline(plan)?;
+                let n = tree.len();
+                // Decisions are in sequence order: count those strictly after each one.
+                let ds = tree.decisions();
+                for (i, d) in ds.iter().enumerate() {
+                    let ties = ds[i + 1..].iter().take_while(|x| x.sequence() == d.sequence()).count();
+                    out.push(Outcome {
+                        decision_id: d.decision_id(),
+                        plan_id: plan,
+                        decision_type: d.decision_type(),
+                        confidence: d.confidence_score(),
+                        held: tree.is_effective(d.decision_id()),
+                        later: u32::try_from(n - i - 1 - ties).unwrap_or(u32::MAX),
+                    });
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Calibration figures of the store's decisions (or one plan's).
+    ///
+    /// ```
+    /// # use decision_store::{Decision, DecisionType, PlanId, Store, calibration::CalibrationOptions};
+    /// let mut store = Store::open_in_memory()?;
+    /// let plan = PlanId::generate();
+    /// let first = Decision::builder(plan, DecisionType::StrategyChoice, 0).confidence_score(0.9).build()?;
+    /// let fix = Decision::builder(plan, DecisionType::StrategyChoice, 1)
+    ///     .corrects(first.decision_id())
+    ///     .confidence_score(0.5)
+    ///     .build()?;
+    /// store.insert_many([&first, &fix])?;
+    /// let c = store.calibration(CalibrationOptions::default())?;
+    /// // (0.9 - 0)² and (0.5 - 1)², averaged.
+    /// assert!((c.overall.brier.unwrap() - (0.81 + 0.25) / 2.0).abs() < 1e-12);
+    /// # Ok::<(), decision_store::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::PlanNotFound`] for a plan with no decisions,
+    /// [`Error::Storage`] when rows cannot be read.
+    pub fn calibration(&self, options: CalibrationOptions) -> Result<Calibration> {
+        let outcomes = self.outcomes(options.plan)?;
+        Ok(calibrate(&outcomes, options.by, options.settled_after))
+    }
+}
+
+impl std::str::FromStr for GroupBy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "type" => Ok(GroupBy::Type),
+            "phase" => Ok(GroupBy::Phase),
+            "plan" => Ok(GroupBy::Plan),
+            _ => Err(Error::validation("by", format!("{s:?} is not one of type, phase, plan"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(t: DecisionType, confidence: Option<f64>, held: bool, later: u32) -> Outcome {
+        Outcome {
+            decision_id: DecisionId::generate(),
+            plan_id: PlanId::parse("01M8NR005J4Z8TH8XN0RWFPS8E").unwrap(),
+            decision_type: t,
+            confidence,
+            held,
+            later,
+        }
+    }
+
+    #[test]
+    fn bins_are_half_open_and_the_last_takes_one() {
+        assert_eq!(bin_of(0.0), 0);
+        assert_eq!(bin_of(0.0999), 0);
+        for k in 1..10 {
+            assert_eq!(bin_of(f64::from(k) / 10.0), k as usize, "{k}/10");
+        }
+        assert_eq!(bin_of(1.0), 9);
+    }
+
+    #[test]
+    fn nothing_scored_gives_no_figures_and_no_division_by_zero() {
+        let c = calibrate(&[outcome(DecisionType::ToolInvocation, None, true, 0)], Some(GroupBy::Type), 0);
+        assert_eq!((c.overall.decisions, c.overall.unscored, c.overall.scored), (1, 1, 0));
+        assert_eq!((c.overall.brier, c.overall.ece, c.overall.mean_confidence), (None, None, None));
+        assert!(c.overall.bins.iter().all(|b| b.count == 0 && b.share_held.is_none()));
+        let empty = calibrate(&[], None, 0);
+        assert_eq!(empty.overall.decisions, 0);
+        assert!(empty.groups.is_empty());
+    }
+
+    #[test]
+    fn settled_after_leaves_out_the_latest() {
+        use DecisionType::*;
+        let os = [outcome(ToolInvocation, Some(0.5), true, 2), outcome(ToolInvocation, Some(0.5), true, 1)];
+        let c = calibrate(&os, None, 2);
+        assert_eq!((c.overall.decisions, c.unsettled), (1, 1));
+    }
+}

@@ -1,0 +1,284 @@
+//! Review commands: `stale` (decisions whose context moved) and
+//! `calibration` (confidence against outcomes).
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::Path;
+
+use decision_store::calibration::{Calibration, CalibrationOptions, GroupBy, Metrics};
+use decision_store::stale::{RiskPath, StaleOptions};
+
+use super::render::{short, table};
+use super::{open_read, parse_plan, print_json, print_text, stdout, CmdResult, Failure, Format};
+
+/// Output format of `calibration`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum CalibrationFormat {
+    #[default]
+    Text,
+    Json,
+    /// The reliability diagram: share held against confidence per bin, with the diagonal and bin counts.
+    Svg,
+}
+
+/// `--by` of `calibration`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum By {
+    Type,
+    Phase,
+    Plan,
+}
+
+impl From<By> for GroupBy {
+    fn from(b: By) -> Self {
+        match b {
+            By::Type => GroupBy::Type,
+            By::Phase => GroupBy::Phase,
+            By::Plan => GroupBy::Plan,
+        }
+    }
+}
+
+/// A version for a person: long hashes cut (JSON has them whole).
+fn version(v: Option<&str>) -> String {
+    v.map_or_else(|| "(none)".to_owned(), |v| short(v, 20))
+}
+
+pub fn stale(db: &Path, plan: Option<&str>, all: bool, format: Format) -> CmdResult {
+    let plan = plan.map(parse_plan).transpose()?;
+    let store = open_read(db)?;
+    let report = store.stale(StaleOptions { plan, all })?;
+    let code = u8::from(!report.is_clean());
+    if format == Format::Json {
+        print_json(&report)?;
+        return Ok(code);
+    }
+    let mut out = stdout();
+    if report.checked_decisions == 0 {
+        writeln!(out, "nothing stale: no decisions to check")?;
+        out.flush()?;
+        return Ok(code);
+    }
+    if report.is_clean() {
+        writeln!(
+            out,
+            "nothing stale: {} decisions, {} snapshot resources checked against the graph",
+            report.checked_decisions, report.checked_resources
+        )?;
+        out.flush()?;
+        return Ok(code);
+    }
+    writeln!(
+        out,
+        "{} stale and {} at risk, of {} decisions checked",
+        report.stale.len(),
+        report.at_risk.len(),
+        report.checked_decisions
+    )?;
+    for s in &report.stale {
+        let overturned = if s.effective { "" } else { "  (overturned)" };
+        writeln!(
+            out,
+            "\nstale  {}  {} #{}  {}{overturned}",
+            s.decision_id,
+            s.decision_type,
+            s.sequence,
+            short(&s.chosen_option, 50)
+        )?;
+        writeln!(out, "  plan {}", s.plan_id)?;
+        for r in &s.resources {
+            match &r.current_version {
+                Some(now) => writeln!(
+                    out,
+                    "  changed  {}  recorded {}, now {}",
+                    r.resource_id,
+                    version(r.recorded_version.as_deref()),
+                    version(Some(now))
+                )?,
+                None => writeln!(
+                    out,
+                    "  gone     {}  recorded {}, no longer in the graph",
+                    r.resource_id,
+                    version(r.recorded_version.as_deref())
+                )?,
+            }
+        }
+    }
+    if !report.at_risk.is_empty() {
+        writeln!(out, "\nat risk")?;
+        let rows: Vec<Vec<String>> = report
+            .at_risk
+            .iter()
+            .map(|a| {
+                let what = match (a.decision_type, a.sequence) {
+                    (Some(t), Some(n)) => format!("{t} #{n}"),
+                    _ => "(not stored)".to_owned(),
+                };
+                let why = a
+                    .because_of
+                    .iter()
+                    .map(|c| {
+                        let via = match c.via {
+                            RiskPath::Descendant => "below",
+                            RiskPath::Downstream => "downstream of",
+                        };
+                        format!("{via} {}", c.stale_decision_id)
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                vec![a.decision_id.to_string(), what, why]
+            })
+            .collect();
+        for line in table(&["DECISION", "WHAT", "BECAUSE"], &rows).lines() {
+            writeln!(out, "  {line}")?;
+        }
+    }
+    out.flush()?;
+    Ok(code)
+}
+
+pub fn calibration(
+    db: &Path,
+    plan: Option<&str>,
+    by: Option<By>,
+    settled_after: u32,
+    format: CalibrationFormat,
+) -> CmdResult {
+    let plan = plan.map(parse_plan).transpose()?;
+    let store = open_read(db)?;
+    let report = store.calibration(CalibrationOptions { plan, by: by.map(GroupBy::from), settled_after })?;
+    let m = &report.overall;
+    if m.scored == 0 {
+        let why = if m.decisions == 0 && report.unsettled == 0 {
+            "the store holds no decisions".to_owned()
+        } else if m.decisions == 0 {
+            format!(
+                "none of the {} decisions is followed by {settled_after} later ones in its plan (--settled-after)",
+                report.unsettled
+            )
+        } else {
+            format!("none of the {} decisions has a confidence score", m.decisions)
+        };
+        return Err(Failure { code: 1, ..Failure::usage(format!("nothing to calibrate: {why}")) });
+    }
+    match format {
+        CalibrationFormat::Json => print_json(&report)?,
+        CalibrationFormat::Text => print_text(&text(&report))?,
+        CalibrationFormat::Svg => print_text(&svg(&report).map_err(|e| Failure::usage(format!("drawing: {e}")))?)?,
+    }
+    Ok(0)
+}
+
+fn figure(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), |x| format!("{x:.3}"))
+}
+
+fn row(name: &str, m: &Metrics) -> Vec<String> {
+    vec![
+        name.to_owned(),
+        m.scored.to_string(),
+        m.unscored.to_string(),
+        figure(m.mean_confidence),
+        figure(m.share_held),
+        figure(m.brier),
+        figure(m.ece),
+    ]
+}
+
+fn text(c: &Calibration) -> String {
+    let m = &c.overall;
+    let mut s = format!(
+        "calibration of {} decisions: {} with a confidence score, {} held, {} overturned",
+        m.decisions,
+        m.scored,
+        m.held,
+        m.scored - m.held
+    );
+    if c.settled_after > 0 {
+        let _ = write!(s, "; {} left out as not yet settled", c.unsettled);
+    }
+    s.push_str("\n\n");
+    let mut rows = vec![row("overall", m)];
+    rows.extend(c.groups.iter().map(|g| row(&g.key, &g.metrics)));
+    let group = match c.by {
+        Some(GroupBy::Type) => "TYPE",
+        Some(GroupBy::Phase) => "PHASE",
+        Some(GroupBy::Plan) => "PLAN",
+        None => "",
+    };
+    s.push_str(&table(&[group, "SCORED", "UNSCORED", "MEAN CONF", "HELD", "BRIER", "ECE"], &rows));
+    s.push_str("\nbins (overall)\n");
+    let rows: Vec<Vec<String>> = m
+        .bins
+        .iter()
+        .map(|b| {
+            let close = if b.upper >= 1.0 { ']' } else { ')' };
+            let bar = "#".repeat((b.count as f64 / m.scored as f64 * 40.0).round() as usize);
+            vec![
+                format!("[{:.1}, {:.1}{close}", b.lower, b.upper),
+                b.count.to_string(),
+                figure(b.mean_confidence),
+                figure(b.share_held),
+                bar,
+            ]
+        })
+        .collect();
+    for line in table(&["BIN", "N", "MEAN CONF", "HELD", ""], &rows).lines() {
+        s.push_str("  ");
+        s.push_str(line.trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+/// The reliability diagram as SVG: a bar per non-empty bin up to its share
+/// held, a point at (mean confidence, share held), the diagonal of perfect
+/// calibration, and each bin's count above its bar.
+fn svg(c: &Calibration) -> Result<String, Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+    let m = &c.overall;
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (640, 560)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let caption = format!("Reliability: {} decisions, Brier {}, ECE {}", m.scored, figure(m.brier), figure(m.ece));
+        let mut chart = ChartBuilder::on(&root)
+            .caption(caption, ("sans-serif", 18))
+            .margin(16)
+            .x_label_area_size(40)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0f64..1f64, 0f64..1.08f64)?;
+        chart
+            .configure_mesh()
+            .x_labels(11)
+            .y_labels(11)
+            .x_desc("confidence")
+            .y_desc("share held")
+            .disable_mesh()
+            .draw()?;
+        let bar = RGBColor(70, 130, 180);
+        let full = |b: &&decision_store::calibration::Bin| b.count > 0;
+        chart.draw_series(m.bins.iter().filter(full).map(|b| {
+            let held = b.share_held.unwrap_or(0.0);
+            Rectangle::new([(b.lower + 0.005, 0.0), (b.upper - 0.005, held)], bar.mix(0.35).filled())
+        }))?;
+        chart
+            .draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.6).stroke_width(1)))?
+            .label("perfect calibration")
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK));
+        chart
+            .draw_series(m.bins.iter().filter(full).map(|b| {
+                let at = (b.mean_confidence.unwrap_or(0.0), b.share_held.unwrap_or(0.0));
+                Circle::new(at, 4, RED.filled())
+            }))?
+            .label("share held at mean confidence")
+            .legend(|(x, y)| Circle::new((x + 10, y), 4, RED.filled()));
+        chart.draw_series(m.bins.iter().filter(full).map(|b| {
+            let top = b.share_held.unwrap_or(0.0).min(1.0) + 0.03;
+            Text::new(format!("n={}", b.count), (b.lower + 0.02, top), ("sans-serif", 12))
+        }))?;
+        chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).border_style(BLACK).draw()?;
+        root.present()?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,306 @@
+//! Which decisions were made on context that has since changed.
+//!
+//! A decision's context snapshot names the resources (UKO node URIs) it saw
+//! and their versions. [`Store::stale`] compares those with the graph's
+//! current versions ([`crate::uko::UkoNode::current_version`]): a decision is
+//! stale when a resource it recorded has another version now, or is gone
+//! from the graph. A resource recorded without a version is checked for
+//! presence only. Everything that builds on a stale decision is at risk: its
+//! descendants in the plan's tree and the decisions it names as downstream,
+//! and so on from those, across plans.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use serde::Serialize;
+
+use crate::decision::{DecisionId, DecisionType, PlanId};
+use crate::error::Result;
+use crate::Store;
+
+/// What [`Store::stale`] looks at.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StaleOptions {
+    /// Only this plan's decisions are checked (those at risk may be in any plan).
+    pub plan: Option<PlanId>,
+    /// Report overturned (corrected or superseded) decisions too; by default
+    /// only effective ones are reported, stale or at risk.
+    pub all: bool,
+}
+
+/// A resource of a snapshot whose version moved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ChangedResource {
+    pub resource_id: String,
+    /// The version the decision recorded (`None`: it recorded none).
+    pub recorded_version: Option<String>,
+    /// The graph's version now; `None` when the node is gone from the graph.
+    pub current_version: Option<String>,
+}
+
+/// A decision whose snapshot no longer matches the graph.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StaleDecision {
+    pub decision_id: DecisionId,
+    pub plan_id: PlanId,
+    pub sequence: u32,
+    pub decision_type: DecisionType,
+    pub chosen_option: String,
+    /// False for an overturned decision (reported only with `all`).
+    pub effective: bool,
+    pub resources: Vec<ChangedResource>,
+}
+
+/// How an at-risk decision depends on a stale one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RiskPath {
+    /// Below it in the plan's tree.
+    Descendant,
+    /// Named in its `downstream_decision_ids` (or reached through such a link).
+    Downstream,
+}
+
+/// A stale decision that an at-risk decision builds on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RiskCause {
+    pub stale_decision_id: DecisionId,
+    pub via: RiskPath,
+}
+
+/// A decision that builds on a stale one.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AtRisk {
+    pub decision_id: DecisionId,
+    /// `None` for a downstream id that names no stored decision (yet).
+    pub plan_id: Option<PlanId>,
+    pub sequence: Option<u32>,
+    pub decision_type: Option<DecisionType>,
+    /// `None` when the decision is not stored.
+    pub effective: Option<bool>,
+    /// Every reported stale decision it builds on, in the report's order.
+    pub because_of: Vec<RiskCause>,
+}
+
+/// The answer of [`Store::stale`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StaleReport {
+    /// Decisions whose snapshots were compared.
+    pub checked_decisions: u64,
+    /// Snapshot resources compared (those without a recorded version only for presence).
+    pub checked_resources: u64,
+    /// By plan, then sequence.
+    pub stale: Vec<StaleDecision>,
+    /// By plan, then sequence; ids not stored last. A stale decision is not repeated here.
+    pub at_risk: Vec<AtRisk>,
+}
+
+impl StaleReport {
+    /// True when nothing is stale.
+    pub fn is_clean(&self) -> bool {
+        self.stale.is_empty()
+    }
+}
+
+/// What the walk needs of a stored decision.
+struct Node {
+    plan: PlanId,
+    sequence: u32,
+    decision_type: DecisionType,
+    effective: bool,
+    children: Vec<DecisionId>,
+    downstream: Vec<DecisionId>,
+}
+
+/// Decisions of the plans read so far, kept small: one plan's full rows are
+/// dropped once its stale decisions are found.
+#[derive(Default)]
+struct Index {
+    loaded: HashSet<PlanId>,
+    nodes: HashMap<DecisionId, Node>,
+}
+
+impl Index {
+    /// Reads a plan's tree; returns its decisions when `keep` (to check them).
+    fn load(&mut self, store: &Store, plan: PlanId, keep: bool) -> Result<Vec<crate::Decision>> {
+        if !self.loaded.insert(plan) {
+            return Ok(Vec::new());
+        }
+        let tree = store.decision_tree(plan)?;
+        for d in tree.decisions() {
+            let id = d.decision_id();
+            self.nodes.insert(
+                id,
+                Node {
+                    plan,
+                    sequence: d.sequence(),
+                    decision_type: d.decision_type(),
+                    effective: tree.is_effective(id),
+                    children: tree.children(id).iter().map(|c| c.decision_id()).collect(),
+                    downstream: d.downstream_decision_ids().to_vec(),
+                },
+            );
+        }
+        Ok(if keep { tree.decisions().to_vec() } else { Vec::new() })
+    }
+
+    /// The node of `id`, reading its plan first if needed; `None` when not stored.
+    fn node(&mut self, store: &Store, id: DecisionId) -> Result<Option<&Node>> {
+        if !self.nodes.contains_key(&id) {
+            if let Some(d) = store.get(id)? {
+                self.load(store, d.plan_id(), false)?;
+            }
+        }
+        Ok(self.nodes.get(&id))
+    }
+}
+
+impl Store {
+    /// Every decision whose context snapshot names a resource whose version
+    /// differs from the graph's now, or that is gone from the graph, and
+    /// every decision at risk through it, from one read snapshot.
+    ///
+    /// ```
+    /// # use decision_store::{Decision, DecisionType, PlanId, Store, stale::StaleOptions, uko::UkoNode};
+    /// let mut store = Store::open_in_memory()?;
+    /// store.upsert_nodes(&[UkoNode::new("class://A", "uko-code:", "class", "A").with_version("v1")])?;
+    /// let plan = PlanId::generate();
+    /// let d = Decision::builder(plan, DecisionType::PromptDefinition, 0)
+    ///     .context_snapshot(store.snapshot_of(&["class://A"])?)
+    ///     .build()?;
+    /// store.insert(&d)?;
+    /// assert!(store.stale(StaleOptions::default())?.is_clean());
+    /// store.upsert_nodes(&[UkoNode::new("class://A", "uko-code:", "class", "A").with_version("v2")])?;
+    /// let report = store.stale(StaleOptions::default())?;
+    /// assert_eq!(report.stale[0].resources[0].current_version.as_deref(), Some("v2"));
+    /// # Ok::<(), decision_store::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`crate::Error::PlanNotFound`] for a plan with no decisions,
+    /// [`crate::Error::Storage`] when rows cannot be read.
+    pub fn stale(&self, options: StaleOptions) -> Result<StaleReport> {
+        self.read_snapshot(|store| store.stale_in_snapshot(options))
+    }
+
+    fn stale_in_snapshot(&self, options: StaleOptions) -> Result<StaleReport> {
+        let plans = match options.plan {
+            Some(p) => vec![p],
+            None => self.plans()?.into_iter().map(|p| p.plan_id).collect(),
+        };
+        let mut index = Index::default();
+        let mut report = StaleReport::default();
+        for plan in plans {
+            let decisions = index.load(self, plan, true)?;
+            let uris: Vec<String> = {
+                let mut seen = HashSet::new();
+                decisions
+                    .iter()
+                    .flat_map(|d| d.context_snapshot().resources())
+                    .map(|r| r.resource_id())
+                    .filter(|u| seen.insert(*u))
+                    .map(str::to_owned)
+                    .collect()
+            };
+            let current = self.node_versions(&uris)?;
+            for d in &decisions {
+                report.checked_decisions += 1;
+                let mut changed = Vec::new();
+                for r in d.context_snapshot().resources() {
+                    report.checked_resources += 1;
+                    let now = current.get(r.resource_id());
+                    let moved = match (r.version(), now) {
+                        (_, None) => true,
+                        (Some(then), Some(now)) => then != now,
+                        (None, Some(_)) => false,
+                    };
+                    if moved {
+                        changed.push(ChangedResource {
+                            resource_id: r.resource_id().to_owned(),
+                            recorded_version: r.version().map(str::to_owned),
+                            current_version: now.cloned(),
+                        });
+                    }
+                }
+                let effective = index.nodes[&d.decision_id()].effective;
+                if !changed.is_empty() && (effective || options.all) {
+                    report.stale.push(StaleDecision {
+                        decision_id: d.decision_id(),
+                        plan_id: plan,
+                        sequence: d.sequence(),
+                        decision_type: d.decision_type(),
+                        chosen_option: d.chosen_option().to_owned(),
+                        effective,
+                        resources: changed,
+                    });
+                }
+            }
+        }
+        report.at_risk = self.at_risk(&mut index, &report.stale, options.all)?;
+        Ok(report)
+    }
+
+    /// Walks down the trees and downstream links from each stale decision.
+    fn at_risk(&self, index: &mut Index, stale: &[StaleDecision], all: bool) -> Result<Vec<AtRisk>> {
+        let stale_ids: HashSet<DecisionId> = stale.iter().map(|s| s.decision_id).collect();
+        let mut causes: HashMap<DecisionId, Vec<RiskCause>> = HashMap::new();
+        for s in stale {
+            // (decision, reached only through tree edges so far)
+            let mut queue: VecDeque<(DecisionId, bool)> = VecDeque::from([(s.decision_id, true)]);
+            let mut seen: HashMap<DecisionId, bool> = HashMap::from([(s.decision_id, true)]);
+            while let Some((id, in_tree)) = queue.pop_front() {
+                let Some(node) = index.node(self, id)? else { continue };
+                let next: Vec<(DecisionId, bool)> = node
+                    .children
+                    .iter()
+                    .map(|&c| (c, in_tree))
+                    .chain(node.downstream.iter().map(|&d| (d, false)))
+                    .collect();
+                for (n, tree_only) in next {
+                    // A decision reached both ways counts as a descendant.
+                    match seen.get(&n) {
+                        Some(&was) if was || !tree_only => continue,
+                        _ => {}
+                    }
+                    seen.insert(n, tree_only);
+                    queue.push_back((n, tree_only));
+                }
+            }
+            for (id, tree_only) in seen {
+                if id != s.decision_id {
+                    let via = if tree_only { RiskPath::Descendant } else { RiskPath::Downstream };
+                    causes.entry(id).or_default().push(RiskCause { stale_decision_id: s.decision_id, via });
+                }
+            }
+        }
+        let position: HashMap<DecisionId, usize> = stale.iter().enumerate().map(|(i, s)| (s.decision_id, i)).collect();
+        let mut out = Vec::with_capacity(causes.len());
+        for (id, mut because_of) in causes {
+            if stale_ids.contains(&id) {
+                continue;
+            }
+            because_of.sort_by_key(|c| position[&c.stale_decision_id]);
+            let entry = match index.node(self, id)? {
+                Some(n) if n.effective || all => AtRisk {
+                    decision_id: id,
+                    plan_id: Some(n.plan),
+                    sequence: Some(n.sequence),
+                    decision_type: Some(n.decision_type),
+                    effective: Some(n.effective),
+                    because_of,
+                },
+                Some(_) => continue,
+                None => AtRisk {
+                    decision_id: id,
+                    plan_id: None,
+                    sequence: None,
+                    decision_type: None,
+                    effective: None,
+                    because_of,
+                },
+            };
+            out.push(entry);
+        }
+        out.sort_by_key(|a| (a.plan_id.is_none(), a.plan_id, a.sequence, a.decision_id));
+        Ok(out)
+    }
+}
