@@ -84,7 +84,7 @@ pub struct AtRisk {
 /// The answer of [`Store::stale`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct StaleReport {
-    /// Decisions whose snapshots were compared.
+    /// Decisions looked at (those without a snapshot included).
     pub checked_decisions: u64,
     /// Snapshot resources compared (those without a recorded version only for presence).
     pub checked_resources: u64,
@@ -92,6 +92,8 @@ pub struct StaleReport {
     pub stale: Vec<StaleDecision>,
     /// By plan, then sequence; ids not stored last. A stale decision is not repeated here.
     pub at_risk: Vec<AtRisk>,
+    /// Nodes in the graph: with none, every recorded resource is missing from it.
+    pub graph_nodes: u64,
 }
 
 impl StaleReport {
@@ -117,6 +119,8 @@ struct Node {
 struct Index {
     loaded: HashSet<PlanId>,
     nodes: HashMap<DecisionId, Node>,
+    /// Downstream ids already looked up and not stored.
+    missing: HashSet<DecisionId>,
 }
 
 impl Index {
@@ -145,9 +149,14 @@ impl Index {
 
     /// The node of `id`, reading its plan first if needed; `None` when not stored.
     fn node(&mut self, store: &Store, id: DecisionId) -> Result<Option<&Node>> {
-        if !self.nodes.contains_key(&id) {
-            if let Some(d) = store.get(id)? {
-                self.load(store, d.plan_id(), false)?;
+        if !self.nodes.contains_key(&id) && !self.missing.contains(&id) {
+            match store.get(id)? {
+                Some(d) => {
+                    self.load(store, d.plan_id(), false)?;
+                }
+                None => {
+                    self.missing.insert(id);
+                }
             }
         }
         Ok(self.nodes.get(&id))
@@ -236,14 +245,16 @@ impl Store {
             }
         }
         report.at_risk = self.at_risk(&mut index, &report.stale, options.all)?;
+        report.graph_nodes = self.graph_counts()?.nodes;
         Ok(report)
     }
 
-    /// Walks down the trees and downstream links from each stale decision.
+    /// Walks down the trees and downstream links from each effective stale
+    /// decision (an overturned one steers nothing, with `all` or without).
     fn at_risk(&self, index: &mut Index, stale: &[StaleDecision], all: bool) -> Result<Vec<AtRisk>> {
         let stale_ids: HashSet<DecisionId> = stale.iter().map(|s| s.decision_id).collect();
         let mut causes: HashMap<DecisionId, Vec<RiskCause>> = HashMap::new();
-        for s in stale {
+        for s in stale.iter().filter(|s| s.effective) {
             // (decision, reached only through tree edges so far)
             let mut queue: VecDeque<(DecisionId, bool)> = VecDeque::from([(s.decision_id, true)]);
             let mut seen: HashMap<DecisionId, bool> = HashMap::from([(s.decision_id, true)]);

@@ -27,8 +27,10 @@ fn write_nodes(path: &Path, nodes: &[UkoNode]) {
 ///
 /// - plan 1: `root` saw A; `child` (below root) saw nothing; `grandchild`
 ///   below child; `old` saw A and was corrected by `fix`, which saw B; `side`
-///   saw C. `root` names `other` (plan 2) as downstream.
-/// - plan 2: `other`, with a child `leaf`.
+///   saw C; `old_child` (below `old`, effective); `loose` recorded B without
+///   a version. `root` names `other` (plan 2) as downstream.
+/// - plan 2: `other`, with a child `leaf`, which names `root` (a cycle) and
+///   a decision never stored as downstream.
 struct Fixture {
     _dir: tempfile::TempDir,
     db: std::path::PathBuf,
@@ -61,12 +63,14 @@ impl Fixture {
         let (p1, p2) = (PlanId::generate(), PlanId::generate());
         use DecisionType::*;
         let other = Decision::builder(p2, PromptDefinition, 0).build().unwrap();
-        let leaf = Decision::builder(p2, ToolInvocation, 1).parent(other.decision_id()).build().unwrap();
+        let ghost = decision_store::DecisionId::generate();
+        let leaf = Decision::builder(p2, ToolInvocation, 1).parent(other.decision_id()).downstream_decision(ghost);
         let root = Decision::builder(p1, PromptDefinition, 0)
             .context_snapshot(store.snapshot_of(&["class://A"]).unwrap())
             .downstream_decision(other.decision_id())
             .build()
             .unwrap();
+        let leaf = leaf.downstream_decision(root.decision_id()).build().unwrap();
         let child = Decision::builder(p1, StrategyChoice, 1).parent(root.decision_id()).build().unwrap();
         let grandchild = Decision::builder(p1, ToolInvocation, 2).parent(child.decision_id()).build().unwrap();
         let old = Decision::builder(p1, StrategyChoice, 3)
@@ -84,10 +88,18 @@ impl Fixture {
             .context_snapshot(store.snapshot_of(&["class://C"]).unwrap())
             .build()
             .unwrap();
-        let all = [&other, &leaf, &root, &child, &grandchild, &old, &fix, &side];
+        let old_child = Decision::builder(p1, ToolInvocation, 6).parent(old.decision_id()).build().unwrap();
+        let unversioned = decision_store::ResourceRef::new("class://B", None, None).unwrap();
+        let loose = Decision::builder(p1, ToolInvocation, 7)
+            .context_snapshot(decision_store::ContextSnapshot::new("", vec![unversioned], None))
+            .build()
+            .unwrap();
+        let all = [&other, &leaf, &root, &child, &grandchild, &old, &fix, &side, &old_child, &loose];
         store.insert_many(all).unwrap();
-        let names = ["other", "leaf", "root", "child", "grandchild", "old", "fix", "side"];
-        let ids = names.iter().zip(all).map(|(n, d)| (*n, d.decision_id().to_string())).collect();
+        let names = ["other", "leaf", "root", "child", "grandchild", "old", "fix", "side", "old_child", "loose"];
+        let mut ids: std::collections::HashMap<&'static str, String> =
+            names.iter().zip(all).map(|(n, d)| (*n, d.decision_id().to_string())).collect();
+        ids.insert("ghost", ghost.to_string());
         Fixture { _dir: dir, db, nodes, ids }
     }
 
@@ -146,9 +158,9 @@ fn nothing_is_stale_until_the_graph_moves() {
     let (code, report) = f.stale(&[]);
     assert_eq!(code, 0);
     assert_eq!(report["stale"], Value::Array(vec![]));
-    assert_eq!(report["checked_decisions"], 8);
-    assert_eq!(report["checked_resources"], 4);
-    assert!(ok(&["stale", f.db()]).starts_with("nothing stale: 8 decisions"));
+    assert_eq!(report["checked_decisions"], 10);
+    assert_eq!(report["checked_resources"], 5);
+    assert!(ok(&["stale", f.db()]).starts_with("nothing stale: 10 decisions"));
     // Re-importing the same graph changes no version.
     f.import_nodes(&[node("class://A", "class A: ...").with_version("v1"), node("class://B", "class B: ...")]);
     assert_eq!(f.stale(&[]).0, 0);
@@ -166,11 +178,13 @@ fn a_changed_node_makes_its_decisions_stale_and_puts_what_builds_on_them_at_risk
     assert_eq!(changed["resource_id"], "class://A");
     assert_eq!(changed["recorded_version"], "v1");
     assert_eq!(changed["current_version"], "v2");
-    // Below root: child, grandchild, fix (old is overturned); downstream: other in plan 2, and its child.
+    // Below root: child, grandchild, fix, old_child (old is overturned); downstream:
+    // other in plan 2, its child, and the id that child names but nobody stored.
+    // The cycle back to root ends there.
     let at_risk = &report["at_risk"];
     let mut risky = ids_of(at_risk);
     risky.sort_unstable();
-    let mut want = ["child", "grandchild", "fix", "other", "leaf"].map(|n| f.id(n));
+    let mut want = ["child", "grandchild", "fix", "old_child", "other", "leaf", "ghost"].map(|n| f.id(n));
     want.sort_unstable();
     assert_eq!(risky, want);
     let via = |name: &str| {
@@ -181,12 +195,17 @@ fn a_changed_node_makes_its_decisions_stale_and_puts_what_builds_on_them_at_risk
     assert_eq!(via("grandchild"), "descendant");
     assert_eq!(via("other"), "downstream");
     assert_eq!(via("leaf"), "downstream");
+    assert_eq!(via("old_child"), "descendant");
+    let ghost = at_risk.as_array().unwrap().last().unwrap();
+    assert_eq!((&ghost["decision_id"], &ghost["plan_id"]), (&Value::from(f.id("ghost")), &Value::Null));
 
     // --all reports the overturned decision too, marked as such, and the decision it risks.
     let (_, all) = f.stale(&["--all"]);
     let stale = ids_of(&all["stale"]);
     assert_eq!(stale, [f.id("root"), f.id("old")]);
     assert_eq!(all["stale"][1]["effective"], false);
+    // An overturned stale decision steers nothing: it puts nothing more at risk.
+    assert_eq!(ids_of(&all["at_risk"]), ids_of(at_risk));
 
     // One plan: only its decisions are checked; what is at risk may lie in another.
     let plan2 = json(&["plans", f.db(), "--format", "json"]);
@@ -207,6 +226,7 @@ fn a_view_change_moves_an_unversioned_node_and_a_removed_node_is_gone() {
     f.import_nodes(&[node("class://B", "class B: edited")]);
     let (code, report) = f.stale(&[]);
     assert_eq!(code, 1);
+    // `loose` recorded B without a version: B is there, so it is not stale.
     assert_eq!(ids_of(&report["stale"]), [f.id("fix")]);
     let r = &report["stale"][0]["resources"][0];
     assert_ne!(r["recorded_version"], r["current_version"]);
@@ -219,7 +239,7 @@ fn a_view_change_moves_an_unversioned_node_and_a_removed_node_is_gone() {
     assert_eq!(side.resources[0].current_version, None, "gone from the graph");
     assert!(report.at_risk.iter().all(|a| a.decision_id.to_string() != f.id("side")));
     let text = ok_or_one(&["stale", f.db()]);
-    assert!(text.contains("gone     class://C"), "{text}");
+    assert!(text.contains("missing  class://C  recorded sha256:"), "{text}");
     // A removed node takes its edges with it.
     assert_eq!(store.graph_counts().unwrap().nodes, 2);
     store.remove_nodes(&["class://A".into()]).unwrap();
@@ -228,6 +248,21 @@ fn a_view_change_moves_an_unversioned_node_and_a_removed_node_is_gone() {
     let root = report.stale.iter().find(|d| d.decision_id.to_string() == f.id("root")).unwrap();
     assert_eq!(root.resources[0].current_version, None);
     assert!(report.at_risk.iter().any(|a| a.because_of[0].via == RiskPath::Downstream));
+    // Without a version, only presence is checked: B gone makes `loose` stale.
+    store.remove_nodes(&["class://B".into()]).unwrap();
+    let report = store.stale(StaleOptions::default()).unwrap();
+    let loose = report.stale.iter().find(|d| d.decision_id.to_string() == f.id("loose")).unwrap();
+    assert_eq!(
+        (loose.resources[0].recorded_version.as_deref(), loose.resources[0].current_version.as_deref()),
+        (None, None)
+    );
+    // With no graph at all there is nothing to compare with: said, not reported as stale.
+    store.remove_nodes(&["class://C".into()]).unwrap();
+    assert_eq!(store.graph_counts().unwrap().nodes, 0);
+    drop(store);
+    let r = dstore(&["stale", f.db()]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("the graph is empty"), "{}", r.stderr);
 }
 
 fn ok_or_one(args: &[&str]) -> String {
@@ -304,7 +339,7 @@ fn close(a: &Value, b: f64) {
 fn calibration_figures_equal_the_hand_computed_ones() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
-    hand_built(&db);
+    let plan = hand_built(&db);
     let c = json(&["calibration", s(&db), "--by", "type", "--format", "json"]);
     let o = &c["overall"];
     assert_eq!((o["decisions"].as_u64(), o["scored"].as_u64(), o["unscored"].as_u64()), (Some(6), Some(5), Some(1)));
@@ -343,6 +378,11 @@ fn calibration_figures_equal_the_hand_computed_ones() {
 
     let text = ok(&["calibration", s(&db)]);
     assert!(text.contains("0.307") && text.contains("0.400"), "{text}");
+    let by_plan = json(&["calibration", s(&db), "--by", "plan", "--format", "json"]);
+    let groups = by_plan["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0]["key"], Value::from(plan.to_string()));
+    close(&groups[0]["brier"], 0.307);
 }
 
 #[test]
@@ -354,6 +394,7 @@ fn settled_after_counts_only_decisions_with_enough_after_them() {
     let c = json(&["calibration", s(&db), "--settled-after", "3", "--format", "json"]);
     assert_eq!((c["overall"]["decisions"].as_u64(), c["unsettled"].as_u64()), (Some(3), Some(3)));
     close(&c["overall"]["brier"], (0.0 + 0.81 + 0.16) / 3.0);
+    assert!(ok(&["calibration", s(&db), "--settled-after", "3"]).contains("3 left out as not yet settled"));
 }
 
 #[test]
@@ -409,7 +450,11 @@ fn bad_arguments_get_clear_messages_and_never_a_division_by_zero() {
     let d = Decision::builder(p, DecisionType::PromptDefinition, 0).build().unwrap();
     store.insert(&d).unwrap();
     drop(store);
-    fails(&["calibration", s(&db)], 1, "none of the 1 decisions has a confidence score");
+    fails(&["calibration", s(&db)], 1, "the one decision counted has no confidence score");
+    let r = dstore(&["calibration", s(&db), "--format", "json"]);
+    assert_eq!(r.code, 1, "the document, and a status that says nothing was calibrated");
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!((&doc["overall"]["unscored"], &doc["overall"]["brier"]), (&Value::from(1), &Value::Null));
     fails(&["calibration", s(&db), "--settled-after", "5"], 1, "--settled-after");
     let lib = Store::open_read_only(&db).unwrap().calibration(CalibrationOptions::default()).unwrap();
     assert_eq!((lib.overall.scored, lib.overall.brier, lib.overall.ece), (0, None, None));

@@ -17,7 +17,8 @@ pub enum CalibrationFormat {
     #[default]
     Text,
     Json,
-    /// The reliability diagram: share held against confidence per bin, with the diagonal and bin counts.
+    /// The reliability diagram of the overall bins (`--by` does not apply):
+    /// share held against confidence, with the diagonal and bin counts.
     Svg,
 }
 
@@ -48,6 +49,12 @@ pub fn stale(db: &Path, plan: Option<&str>, all: bool, format: Format) -> CmdRes
     let plan = plan.map(parse_plan).transpose()?;
     let store = open_read(db)?;
     let report = store.stale(StaleOptions { plan, all })?;
+    if report.graph_nodes == 0 && report.checked_resources > 0 {
+        return Err(Failure::usage(format!(
+            "nothing to compare with: the graph is empty, and the decisions recorded {} resources (import-graph first)",
+            report.checked_resources
+        )));
+    }
     let code = u8::from(!report.is_clean());
     if format == Format::Json {
         print_json(&report)?;
@@ -97,7 +104,7 @@ pub fn stale(db: &Path, plan: Option<&str>, all: bool, format: Format) -> CmdRes
                 )?,
                 None => writeln!(
                     out,
-                    "  gone     {}  recorded {}, no longer in the graph",
+                    "  missing  {}  recorded {}, not in the graph now",
                     r.resource_id,
                     version(r.recorded_version.as_deref())
                 )?,
@@ -149,22 +156,31 @@ pub fn calibration(
     let report = store.calibration(CalibrationOptions { plan, by: by.map(GroupBy::from), settled_after })?;
     let m = &report.overall;
     if m.scored == 0 {
-        let why = if m.decisions == 0 && report.unsettled == 0 {
-            "the store holds no decisions".to_owned()
-        } else if m.decisions == 0 {
-            format!(
-                "none of the {} decisions is followed by {settled_after} later ones in its plan (--settled-after)",
-                report.unsettled
-            )
-        } else {
-            format!("none of the {} decisions has a confidence score", m.decisions)
+        let left_out = match report.unsettled {
+            0 => String::new(),
+            n => format!(" ({n} more left out by --settled-after {settled_after})"),
         };
+        let why = match m.decisions {
+            0 if report.unsettled == 0 => "the store holds no decisions".to_owned(),
+            0 => format!("no decision is followed by {settled_after} later ones in its plan{left_out}"),
+            1 => format!("the one decision counted has no confidence score{left_out}"),
+            n => format!("none of the {n} decisions counted has a confidence score{left_out}"),
+        };
+        if format == CalibrationFormat::Json {
+            // Scripts still get the document (its figures are null), and the status says why.
+            print_json(&report)?;
+            eprintln!("dstore: nothing to calibrate: {why}");
+            return Ok(1);
+        }
         return Err(Failure { code: 1, ..Failure::usage(format!("nothing to calibrate: {why}")) });
     }
     match format {
         CalibrationFormat::Json => print_json(&report)?,
         CalibrationFormat::Text => print_text(&text(&report))?,
-        CalibrationFormat::Svg => print_text(&svg(&report).map_err(|e| Failure::usage(format!("drawing: {e}")))?)?,
+        CalibrationFormat::Svg => {
+            let drawn = svg(&report).map_err(|e| Failure { code: 3, ..Failure::usage(format!("drawing: {e}")) })?;
+            print_text(&drawn)?;
+        }
     }
     Ok(0)
 }

@@ -208,6 +208,10 @@ impl Store {
     /// # Errors
     /// [`Error::Storage`] when the tables cannot be read.
     pub fn node_versions(&self, uris: &[String]) -> Result<HashMap<String, String>> {
+        self.read_snapshot(|store| store.node_versions_in_snapshot(uris))
+    }
+
+    fn node_versions_in_snapshot(&self, uris: &[String]) -> Result<HashMap<String, String>> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT node_id, uri, version FROM uko_nodes WHERE uri IN rarray(?1)")
@@ -274,6 +278,10 @@ impl Store {
     /// # Errors
     /// [`Error::UnknownNode`] naming the first URI that is not in the graph.
     pub fn snapshot_of(&self, uris: &[impl AsRef<str>]) -> Result<ContextSnapshot> {
+        self.read_snapshot(|store| store.snapshot_in_snapshot(uris))
+    }
+
+    fn snapshot_in_snapshot(&self, uris: &[impl AsRef<str>]) -> Result<ContextSnapshot> {
         let mut wanted: Vec<String> = Vec::with_capacity(uris.len());
         for u in uris {
             if !wanted.iter().any(|w| w == u.as_ref()) {
