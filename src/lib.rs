@@ -29,6 +29,7 @@ pub mod calibration;
 pub mod decision;
 pub mod error;
 pub mod exchange;
+pub mod ingest;
 pub mod inheritance;
 pub mod projection;
 pub mod stale;

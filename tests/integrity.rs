@@ -351,6 +351,7 @@ fn check_reports_dangling_rows_of_every_table_and_never_fails() {
         kind: "k".into(),
         label: uri.into(),
         version: None,
+        resource_uri: None,
         views: vec![],
     };
     store.upsert_nodes(&[node("a"), node("b")]).unwrap();
@@ -467,7 +468,7 @@ fn a_version_1_store_needs_an_upgrade_to_be_read_and_upgrades_with_hashes() {
     let copy = dir.path().join("v1.db");
     std::fs::copy(fixture("v1-demo.db"), &copy).unwrap();
     let before = std::fs::read(&copy).unwrap();
-    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 5, .. })));
+    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 6, .. })));
     let r = dstore(&["info", s(&copy)]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("older") && r.stderr.contains("dstore init"), "{}", r.stderr);
@@ -509,8 +510,8 @@ fn schema_of(path: &Path) -> Vec<(String, String, String)> {
 }
 
 #[test]
-fn version_2_3_and_4_stores_upgrade_without_rewriting_a_row() {
-    for version in [2, 3, 4] {
+fn stores_of_versions_2_to_5_upgrade_without_rewriting_a_row() {
+    for version in [2, 3, 4, 5] {
         upgrades_without_rewriting_a_row(version);
     }
 }
@@ -533,7 +534,7 @@ fn upgrades_without_rewriting_a_row(version: i64) {
     let before = rows(&copy);
     assert_eq!(before.len(), 17);
     match Store::open_read_only(&copy) {
-        Err(Error::NeedsUpgrade { found, supported: 5, .. }) if found == version => {}
+        Err(Error::NeedsUpgrade { found, supported: 6, .. }) if found == version => {}
         other => panic!("v{version}: {other:?}"),
     }
     // Taken by the binary of that version, which wrote the fixture.

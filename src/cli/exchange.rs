@@ -1,10 +1,10 @@
-//! `init`, `import`, `import-graph`, `export`, `export-graph`.
+//! `init`, `import`, `import-graph`, `ingest`, `export`, `export-graph`.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
-use decision_store::store::{ImportOptions, ImportReport};
+use decision_store::store::{ImportOptions, ImportReport, IngestOptions};
 use decision_store::Store;
 
 use super::{open_read, parse_plan, render, stderr_is_terminal, CmdResult, Failure};
@@ -106,4 +106,43 @@ impl Failure {
         self.message = format!("{}: {}", path.display(), self.message);
         self
     }
+}
+
+pub fn ingest(db: &Path, path: &Path, max_file_bytes: u64, format: super::Format) -> CmdResult {
+    let mut store = Store::open(db)?;
+    let report = store.ingest(path, IngestOptions { max_file_bytes })?;
+    if format == super::Format::Json {
+        super::print_json(&report)?;
+        return Ok(0);
+    }
+    let mut out = super::stdout();
+    let r = &report;
+    writeln!(
+        out,
+        "ingested {}: {} files ({} parsed, {} unchanged, {} removed); nodes +{} ~{} -{}; edges +{} -{}",
+        path.display(),
+        r.files,
+        r.parsed,
+        r.unchanged,
+        r.removed_files,
+        r.nodes_added,
+        r.nodes_changed,
+        r.nodes_removed,
+        r.edges_added,
+        r.edges_removed
+    )?;
+    if !r.parse_errors.is_empty() {
+        writeln!(out, "{} files with syntax errors (ingested as far as they parse):", r.parse_errors.len())?;
+        for p in &r.parse_errors {
+            writeln!(out, "  {p}")?;
+        }
+    }
+    if !r.skipped.is_empty() {
+        writeln!(out, "{} skipped:", r.skipped.len())?;
+        for s in &r.skipped {
+            writeln!(out, "  {}: {}", s.path, s.reason)?;
+        }
+    }
+    out.flush()?;
+    Ok(0)
 }

@@ -80,6 +80,16 @@ enum Command {
         #[arg(long, value_name = "PLAN_ID")]
         plan: Option<String>,
     },
+    /// Build (or bring up to date) the UKO graph of the Python and Rust files under PATH.
+    Ingest {
+        db: PathBuf,
+        path: PathBuf,
+        /// Skip (and report) files larger than this.
+        #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+        max_file_bytes: u64,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
     /// Write the UKO graph as two JSON Lines files.
     ExportGraph { db: PathBuf, nodes: PathBuf, edges: PathBuf },
     /// Sizes, versions and counts.
@@ -217,6 +227,7 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Import { db, file, batch } => exchange::import(&db, &file, batch),
         Command::ImportGraph { db, nodes, edges, batch } => exchange::import_graph(&db, &nodes, &edges, batch),
         Command::Export { db, plan } => exchange::export(&db, plan.as_deref()),
+        Command::Ingest { db, path, max_file_bytes, format } => exchange::ingest(&db, &path, max_file_bytes, format),
         Command::ExportGraph { db, nodes, edges } => exchange::export_graph(&db, &nodes, &edges),
         Command::Info { db, format } => inspect::info(&db, format),
         Command::Plans { db, format } => inspect::plans(&db, format),

@@ -493,6 +493,9 @@ impl DepthBreadthProjector {
             if !projection.cut.is_empty() {
                 f = f.with_metadata("fan_out_capped", Value::Bool(true));
             }
+            if let Some(resource) = rec.resource_uri {
+                f = f.with_resource_uri(resource);
+            }
             fragments.push(f);
         }
         let mut set = FragmentSet { fragments, dropped: Vec::new(), total_tokens: 0 };

@@ -29,7 +29,7 @@ pub(super) const EXPAND_IN: &str = "SELECT target_id, source_id FROM uko_edges W
 pub(super) const EXPAND_IN_REL: &str =
     "SELECT target_id, source_id FROM uko_edges WHERE target_id IN rarray(?1) AND relation IN rarray(?2)";
 pub(super) const RESOLVE: &str = "SELECT uri, node_id FROM uko_nodes WHERE uri IN rarray(?1)";
-pub(super) const RECORDS: &str = "SELECT node_id, uri, domain FROM uko_nodes WHERE node_id IN rarray(?1)";
+pub(super) const RECORDS: &str = "SELECT node_id, uri, domain, resource_uri FROM uko_nodes WHERE node_id IN rarray(?1)";
 pub(super) const VIEWS: &str =
     "SELECT node_id, depth, content FROM uko_node_views WHERE node_id IN rarray(?1) ORDER BY node_id, depth";
 
@@ -62,9 +62,9 @@ fn text_array(items: &[String]) -> Rc<Vec<SqlValue>> {
 pub(crate) fn upsert_nodes_in(conn: &Connection, nodes: &[UkoNode]) -> Result<()> {
     let mut upsert = conn
         .prepare_cached(
-            "INSERT INTO uko_nodes (uri, domain, kind, label, version) VALUES (?1, ?2, ?3, ?4, ?5)
+            "INSERT INTO uko_nodes (uri, domain, kind, label, version, resource_uri) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (uri) DO UPDATE SET domain = excluded.domain, kind = excluded.kind, label = excluded.label,
-                 version = excluded.version
+                 version = excluded.version, resource_uri = excluded.resource_uri
              RETURNING node_id",
         )
         .map_err(storage)?;
@@ -75,7 +75,9 @@ pub(crate) fn upsert_nodes_in(conn: &Connection, nodes: &[UkoNode]) -> Result<()
     for node in nodes {
         node.validate()?;
         let id: i64 = upsert
-            .query_row(params![node.uri, node.domain, node.kind, node.label, node.version], |r| r.get(0))
+            .query_row(params![node.uri, node.domain, node.kind, node.label, node.version, node.resource_uri], |r| {
+                r.get(0)
+            })
             .map_err(storage)?;
         clear.execute([id]).map_err(storage)?;
         for v in &node.views {
@@ -83,6 +85,26 @@ pub(crate) fn upsert_nodes_in(conn: &Connection, nodes: &[UkoNode]) -> Result<()
         }
     }
     Ok(())
+}
+
+/// Removes nodes, their views and every edge touching them, inside a transaction.
+pub(crate) fn remove_nodes_in(conn: &Connection, uris: &[String]) -> Result<usize> {
+    let mut stmt = conn.prepare_cached(RESOLVE).map_err(storage)?;
+    let keys: Vec<NodeKey> = stmt
+        .query_map([text_array(uris)], |r| r.get(1))
+        .map_err(storage)?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(storage)?;
+    let array = key_array(&keys);
+    for sql in [
+        "DELETE FROM uko_edges WHERE source_id IN rarray(?1)",
+        "DELETE FROM uko_edges WHERE target_id IN rarray(?1)",
+        "DELETE FROM uko_node_views WHERE node_id IN rarray(?1)",
+        "DELETE FROM uko_nodes WHERE node_id IN rarray(?1)",
+    ] {
+        conn.prepare_cached(sql).map_err(storage)?.execute([array.clone()]).map_err(storage)?;
+    }
+    Ok(keys.len())
 }
 
 /// Adds edges (or updates their weight) inside a transaction.
@@ -181,24 +203,7 @@ impl Store {
     /// # Errors
     /// [`Error::Storage`] when the tables cannot be written; nothing is removed then.
     pub fn remove_nodes(&mut self, uris: &[String]) -> Result<usize> {
-        self.write(|tx, _| {
-            let mut stmt = tx.prepare_cached(RESOLVE).map_err(storage)?;
-            let keys: Vec<NodeKey> = stmt
-                .query_map([text_array(uris)], |r| r.get(1))
-                .map_err(storage)?
-                .collect::<rusqlite::Result<_>>()
-                .map_err(storage)?;
-            let array = key_array(&keys);
-            for sql in [
-                "DELETE FROM uko_edges WHERE source_id IN rarray(?1)",
-                "DELETE FROM uko_edges WHERE target_id IN rarray(?1)",
-                "DELETE FROM uko_node_views WHERE node_id IN rarray(?1)",
-                "DELETE FROM uko_nodes WHERE node_id IN rarray(?1)",
-            ] {
-                tx.execute(sql, [array.clone()]).map_err(storage)?;
-            }
-            Ok(keys.len())
-        })
+        self.write(|tx, _| remove_nodes_in(tx, uris))
     }
 
     /// The current version ([`UkoNode::current_version`]) of each of these
@@ -331,7 +336,7 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT n.uri, n.domain, n.kind, n.label, n.version, v.depth, v.content
+                "SELECT n.uri, n.domain, n.kind, n.label, n.version, n.resource_uri, v.depth, v.content
                  FROM uko_nodes n LEFT JOIN uko_node_views v ON v.node_id = n.node_id
                  ORDER BY n.uri, v.depth",
             )
@@ -351,10 +356,11 @@ impl Store {
                     r.get::<_, String>(3).map_err(storage)?,
                 );
                 node.version = r.get(4).map_err(storage)?;
+                node.resource_uri = r.get(5).map_err(storage)?;
                 current = Some(node);
             }
-            if let Some(depth) = r.get::<_, Option<u32>>(5).map_err(storage)? {
-                let content: String = r.get(6).map_err(storage)?;
+            if let Some(depth) = r.get::<_, Option<u32>>(6).map_err(storage)? {
+                let content: String = r.get(7).map_err(storage)?;
                 current.as_mut().expect("set above").views.push(NodeView { depth, content });
             }
         }
@@ -448,7 +454,10 @@ impl GraphSource for Store {
         let rows = stmt
             .query_map([array.clone()], |r| {
                 let key: NodeKey = r.get(0)?;
-                Ok((key, NodeRecord { key, uri: r.get(1)?, domain: r.get(2)?, views: Vec::new() }))
+                Ok((
+                    key,
+                    NodeRecord { key, uri: r.get(1)?, domain: r.get(2)?, resource_uri: r.get(3)?, views: Vec::new() },
+                ))
             })
             .map_err(storage)?;
         for row in rows {

@@ -32,6 +32,7 @@ mod check;
 mod decisions;
 mod exchange;
 mod graph;
+mod ingest;
 pub mod integrity;
 
 use std::fs;
@@ -47,6 +48,7 @@ pub use check::{Problem, ProblemKind};
 pub use decisions::{DecisionCounts, Digest, PlanSummary};
 pub use exchange::{ImportOptions, ImportReport};
 pub use graph::{GraphCounts, Neighbour};
+pub use ingest::{IngestOptions, IngestReport, SkippedFile, CODE_RELATIONS};
 pub use integrity::{Anchor, AnchorScope};
 
 mod embedded {
@@ -509,7 +511,7 @@ mod tests {
         let ours: Vec<(i64, String, String)> =
             MIGRATIONS.iter().map(|&(v, n, c)| (v, n.to_owned(), c.to_owned())).collect();
         assert_eq!(ours, refinery);
-        assert_eq!(supported_schema_version(), 5);
+        assert_eq!(supported_schema_version(), 6);
     }
 
     #[test]

@@ -34,6 +34,12 @@ pub struct UkoNode {
     /// staleness compares.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The resource the node comes from, e.g. the file
+    /// `project://src/app.py` of a function that `ingest` found there;
+    /// projection fragments carry it as their `resource_uri`. `None` when
+    /// the node stands for itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_uri: Option<String>,
     #[serde(default)]
     pub views: Vec<NodeView>,
 }
@@ -52,6 +58,7 @@ impl UkoNode {
             kind: kind.into(),
             label: label.into(),
             version: None,
+            resource_uri: None,
             views: Vec::new(),
         }
     }
@@ -185,6 +192,8 @@ pub struct NodeRecord {
     pub key: NodeKey,
     pub uri: String,
     pub domain: String,
+    /// The resource the node comes from, when it is not the node itself.
+    pub resource_uri: Option<String>,
     pub views: Vec<NodeView>,
 }
 
@@ -341,6 +350,7 @@ impl GraphSource for UkoGraph {
                     key: k,
                     uri: n.uri.clone(),
                     domain: n.domain.clone(),
+                    resource_uri: n.resource_uri.clone(),
                     views: if with_views { n.views.clone() } else { Vec::new() },
                 }
             })

@@ -1,0 +1,251 @@
+//! Source trees into the UKO graph: files, modules, classes and functions
+//! as nodes, with `contains`, `imports`, `calls`, `inherits` and
+//! `implements` edges. [`Store::ingest`](crate::Store::ingest) walks a tree
+//! and keeps the store in step with it; this module turns one file into its
+//! part of the graph ([`parse_file`]) and decides which files a walk takes.
+//!
+//! Names a file refers to (an imported module, a called function, a base
+//! class) are kept as written ([`Reference`]) and resolved against the
+//! whole graph at every ingest: an edit in one file can then link a call
+//! made in another without parsing that one again. A name that matches no
+//! definition, or several equally near ones, is left out, never guessed.
+//! `docs/ingest.md` lists the URIs and views of each language.
+
+mod python;
+mod rust;
+
+use std::path::Path;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::store::integrity::to_hex;
+use crate::uko::{NodeView, UkoNode};
+
+/// The domain of every ingested node.
+pub const DOMAIN: &str = "uko-code:";
+
+/// Directories never walked: build output, dependencies, virtual environments, caches.
+pub const SKIPPED_DIRS: &[&str] = &["target", "node_modules", ".venv", "venv", "__pycache__", ".git", ".tox"];
+
+/// The languages `ingest` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Language {
+    Python,
+    Rust,
+}
+
+impl Language {
+    /// By file extension: `.py`, `.rs`.
+    pub fn of(path: &Path) -> Option<Language> {
+        match path.extension()?.to_str()? {
+            "py" => Some(Language::Python),
+            "rs" => Some(Language::Rust),
+            _ => None,
+        }
+    }
+}
+
+/// A name a definition refers to, resolved into an edge at each ingest.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Reference {
+    /// The node that refers.
+    pub from: String,
+    /// `contains` (the name is a URI), `imports` (a dotted path), `calls`,
+    /// `inherits`, `implements` (a bare name).
+    pub relation: &'static str,
+    pub name: String,
+}
+
+/// One file's part of the graph.
+#[derive(Clone, Debug, Default)]
+pub struct FileGraph {
+    /// The file, its module and its definitions; each with the file as `resource_uri`.
+    pub nodes: Vec<UkoNode>,
+    pub references: Vec<Reference>,
+    /// The parser met syntax errors (and recovered: what parsed is here).
+    pub has_errors: bool,
+}
+
+/// `sha256:` and the hex SHA-256 of `bytes`: the version of a file or a definition.
+pub fn content_version(bytes: &[u8]) -> String {
+    let digest: [u8; 32] = Sha256::digest(bytes).into();
+    format!("sha256:{}", to_hex(&digest))
+}
+
+/// The file's URI: `project://` and its path relative to the root, with `/`.
+pub fn file_uri(relative: &Path) -> String {
+    let parts: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    format!("project://{}", parts.join("/"))
+}
+
+/// Parses one file (`relative` to the walked `root`, whose name names a
+/// crate or package at the top) into its nodes and references.
+pub fn parse_file(root_name: &str, relative: &Path, language: Language, source: &str) -> FileGraph {
+    let file = file_uri(relative);
+    let module = module_path(root_name, relative, language);
+    let mut out = Builder { file: file.clone(), graph: FileGraph::default() };
+    let mut parser = tree_sitter::Parser::new();
+    let grammar: tree_sitter::Language = match language {
+        Language::Python => tree_sitter_python::LANGUAGE.into(),
+        Language::Rust => tree_sitter_rust::LANGUAGE.into(),
+    };
+    parser.set_language(&grammar).expect("the grammar crates match the tree-sitter version");
+    // `parse` gives up only when cancelled or without a language: neither happens here.
+    let tree = parser.parse(source, None).expect("a parser with a language parses");
+    out.graph.has_errors = tree.root_node().has_error();
+    let name = relative.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let symbols = match language {
+        Language::Python => python::extract(&mut out, &module, source, tree.root_node()),
+        Language::Rust => {
+            rust::extract(&mut out, &module, &crate_prefix(relative), root_name, source, tree.root_node())
+        }
+    };
+    let graph_line = format!("[MODULE_GRAPH]: symbols={}", symbols.join(","));
+    let version = content_version(source.as_bytes());
+    let module_uri = format!("module://{module}");
+    out.node(&module_uri, "module", &module, &version, vec![(0, module.clone()), (1, graph_line.clone())]);
+    out.node(&file, "file", &name, &version, vec![(0, name.clone()), (1, graph_line), (9, source.to_owned())]);
+    out.contains(&file, &module_uri);
+    out.graph
+}
+
+/// The dotted module path of a file: its path without the extension, `/`
+/// as `.`, a `src` directory left out, and `__init__` (Python) or `mod`
+/// and `lib` (Rust) standing for their directory; the root's own name when
+/// nothing is left. A binary's `src/main.rs` is module `main`.
+pub fn module_path(root_name: &str, relative: &Path, language: Language) -> String {
+    let mut parts: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    if let Some(last) = parts.last_mut() {
+        if let Some((stem, _)) = last.rsplit_once('.') {
+            *last = stem.to_owned();
+        }
+    }
+    parts.retain(|p| p != "src");
+    let stands_for_dir: &[&str] = match language {
+        Language::Python => &["__init__"],
+        Language::Rust => &["mod", "lib"],
+    };
+    if parts.last().is_some_and(|l| stands_for_dir.contains(&l.as_str())) {
+        parts.pop();
+    }
+    if parts.is_empty() {
+        root_name.to_owned()
+    } else {
+        parts.join(".")
+    }
+}
+
+/// What `crate::` stands for in a Rust file: the directories above its
+/// `src` (`a.b.` for `a/b/src/x.rs`), nothing for the top crate.
+fn crate_prefix(relative: &Path) -> String {
+    let parts: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    match parts.iter().position(|p| p == "src") {
+        Some(0) | None => String::new(),
+        Some(i) => format!("{}.", parts[..i].join(".")),
+    }
+}
+
+/// Collects one file's nodes and references.
+pub(crate) struct Builder {
+    file: String,
+    graph: FileGraph,
+}
+
+impl Builder {
+    /// Adds a node of this file; `version_of` is the text its version hashes.
+    fn node(&mut self, uri: &str, kind: &str, label: &str, version: &str, views: Vec<(u32, String)>) {
+        let mut node = UkoNode::new(uri, DOMAIN, kind, label).with_version(version);
+        node.resource_uri = Some(self.file.clone());
+        node.views = views.into_iter().map(|(depth, content)| NodeView { depth, content }).collect();
+        // A name defined twice in one scope: the later definition wins, as at run time.
+        self.graph.nodes.retain(|n| n.uri != uri);
+        self.graph.nodes.push(node);
+    }
+
+    fn has_node(&self, uri: &str) -> bool {
+        self.graph.nodes.iter().any(|n| n.uri == uri)
+    }
+
+    fn reference(&mut self, from: &str, relation: &'static str, name: impl Into<String>) {
+        let name = name.into();
+        if !name.is_empty() {
+            self.graph.references.push(Reference { from: from.to_owned(), relation, name });
+        }
+    }
+
+    fn contains(&mut self, parent: &str, child: &str) {
+        self.reference(parent, "contains", child);
+    }
+}
+
+/// The first line of a docstring or doc comment, trimmed of quotes and markers.
+fn first_line(doc: &str) -> Option<String> {
+    let line = doc
+        .trim_start_matches(['r', 'b', 'u', 'R', 'B', 'U'])
+        .trim_matches(|c| c == '"' || c == '\'')
+        .lines()
+        .map(|l| l.trim().trim_start_matches("///").trim_start_matches("//!").trim())
+        .find(|l| !l.is_empty())?;
+    Some(line.to_owned())
+}
+
+/// The text of a node, lossless for valid UTF-8 input.
+fn text<'a>(node: tree_sitter::Node<'_>, source: &'a str) -> &'a str {
+    &source[node.byte_range()]
+}
+
+/// A definition's header: its text up to its body, on one line.
+fn header(node: tree_sitter::Node<'_>, body: Option<tree_sitter::Node<'_>>, source: &str) -> String {
+    let end = body.map_or(node.end_byte(), |b| b.start_byte());
+    let head = &source[node.start_byte()..end];
+    head.split_whitespace().collect::<Vec<_>>().join(" ").trim_end_matches(['{', ':']).trim_end().to_owned()
+}
+
+/// Views of a class or function: 0 its name, 4 its header and the first
+/// line of its documentation, 9 its whole text (and 1 an outline, when given).
+fn definition_views(
+    name: &str,
+    outline: Option<String>,
+    head: &str,
+    doc: Option<String>,
+    whole: &str,
+) -> Vec<(u32, String)> {
+    let mut views = vec![(0, name.to_owned())];
+    if let Some(o) = outline {
+        views.push((1, o));
+    }
+    let signature = match doc {
+        Some(d) => format!("{head}\n    {d}"),
+        None => head.to_owned(),
+    };
+    views.push((4, signature));
+    views.push((9, whole.to_owned()));
+    views
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_paths_follow_each_languages_layout() {
+        let p = |s: &str, l| module_path("proj", Path::new(s), l);
+        assert_eq!(p("pkg/models.py", Language::Python), "pkg.models");
+        assert_eq!(p("src/pkg/__init__.py", Language::Python), "pkg");
+        assert_eq!(p("__init__.py", Language::Python), "proj");
+        assert_eq!(p("src/store/graph.rs", Language::Rust), "store.graph");
+        assert_eq!(p("src/store/mod.rs", Language::Rust), "store");
+        assert_eq!(p("src/lib.rs", Language::Rust), "proj");
+        assert_eq!(p("src/main.rs", Language::Rust), "main");
+        assert_eq!(p("crates/foo/src/lib.rs", Language::Rust), "crates.foo");
+    }
+
+    #[test]
+    fn first_lines_of_docs() {
+        assert_eq!(first_line("\"\"\"\n  Adds two.\n  More.\"\"\"").as_deref(), Some("Adds two."));
+        assert_eq!(first_line("/// Adds two.\n/// More.").as_deref(), Some("Adds two."));
+        assert_eq!(first_line("\"\"\"\"\"\""), None);
+    }
+}

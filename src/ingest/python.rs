@@ -1,0 +1,192 @@
+//! Python files: classes (`class://module.Name`, nested `module.Outer.Inner`),
+//! functions and methods (`function://module.name`, `module.Class.method`),
+//! imports, calls and base classes.
+
+use tree_sitter::Node;
+
+use super::{content_version, definition_views, first_line, header, text, Builder};
+
+/// Adds the definitions of a module; returns its top-level symbol names.
+pub(super) fn extract(out: &mut Builder, module: &str, source: &str, root: Node<'_>) -> Vec<String> {
+    let module_uri = format!("module://{module}");
+    let mut symbols = Vec::new();
+    let mut cursor = root.walk();
+    for item in root.named_children(&mut cursor) {
+        match definition(item) {
+            Some(def) if def.kind() == "class_definition" => {
+                if let Some(name) = class(out, module, "", &module_uri, def, item, source) {
+                    symbols.push(name);
+                }
+            }
+            Some(def) => {
+                if let Some(name) = function(out, module, "", &module_uri, def, item, source) {
+                    symbols.push(name);
+                }
+            }
+            None => match item.kind() {
+                "import_statement" => imports(out, &module_uri, item, source),
+                "import_from_statement" => from_imports(out, module, &module_uri, item, source),
+                _ => calls(out, &module_uri, item, source),
+            },
+        }
+    }
+    symbols
+}
+
+/// The class or function an item defines (through its decorators).
+fn definition(item: Node<'_>) -> Option<Node<'_>> {
+    match item.kind() {
+        "class_definition" | "function_definition" => Some(item),
+        "decorated_definition" => item.child_by_field_name("definition"),
+        _ => None,
+    }
+}
+
+fn docstring(body: Option<Node<'_>>, source: &str) -> Option<String> {
+    let first = body?.named_child(0)?;
+    if first.kind() != "expression_statement" {
+        return None;
+    }
+    let string = first.named_child(0).filter(|s| s.kind() == "string")?;
+    first_line(text(string, source))
+}
+
+/// A class and its methods; `whole` is the item with its decorators.
+fn class(
+    out: &mut Builder,
+    module: &str,
+    prefix: &str,
+    parent: &str,
+    def: Node<'_>,
+    whole: Node<'_>,
+    source: &str,
+) -> Option<String> {
+    let name = text(def.child_by_field_name("name")?, source).to_owned();
+    let qual = format!("{prefix}{name}");
+    let uri = format!("class://{module}.{qual}");
+    let body = def.child_by_field_name("body");
+    if let Some(bases) = def.child_by_field_name("superclasses") {
+        let mut cursor = bases.walk();
+        for base in bases.named_children(&mut cursor) {
+            if matches!(base.kind(), "identifier" | "attribute") {
+                let written = text(base, source);
+                out.reference(&uri, "inherits", written.rsplit('.').next().unwrap_or(written));
+            }
+        }
+    }
+    let mut methods = Vec::new();
+    if let Some(body) = body {
+        let mut cursor = body.walk();
+        for item in body.named_children(&mut cursor) {
+            match definition(item) {
+                Some(d) if d.kind() == "class_definition" => {
+                    class(out, module, &format!("{qual}."), &uri, d, item, source);
+                }
+                Some(d) => {
+                    if let Some(m) = function(out, module, &format!("{qual}."), &uri, d, item, source) {
+                        methods.push(m);
+                    }
+                }
+                None => calls(out, &uri, item, source),
+            }
+        }
+    }
+    let head = header(def, body, source);
+    let outline = format!("{head}: methods={}", methods.join(","));
+    let views = definition_views(&name, Some(outline), &head, docstring(body, source), text(whole, source));
+    out.node(&uri, "class", &name, &content_version(text(whole, source).as_bytes()), views);
+    out.contains(parent, &uri);
+    Some(name)
+}
+
+/// A function or method; the calls of nested functions count as its own.
+fn function(
+    out: &mut Builder,
+    module: &str,
+    prefix: &str,
+    parent: &str,
+    def: Node<'_>,
+    whole: Node<'_>,
+    source: &str,
+) -> Option<String> {
+    let name = text(def.child_by_field_name("name")?, source).to_owned();
+    let uri = format!("function://{module}.{prefix}{name}");
+    let body = def.child_by_field_name("body");
+    if let Some(body) = body {
+        calls(out, &uri, body, source);
+    }
+    let head = header(def, body, source);
+    let views = definition_views(&name, None, &head, docstring(body, source), text(whole, source));
+    out.node(&uri, "function", &name, &content_version(text(whole, source).as_bytes()), views);
+    out.contains(parent, &uri);
+    Some(name)
+}
+
+/// `import a.b, c as d`.
+fn imports(out: &mut Builder, from: &str, item: Node<'_>, source: &str) {
+    let mut cursor = item.walk();
+    for name in item.children_by_field_name("name", &mut cursor) {
+        let dotted = if name.kind() == "aliased_import" { name.child_by_field_name("name") } else { Some(name) };
+        if let Some(d) = dotted {
+            out.reference(from, "imports", text(d, source));
+        }
+    }
+}
+
+/// `from a.b import c, d` (and relative `from ..x import y`): each name as
+/// `a.b.c`, which resolves to a module, class or function, else to `a.b`.
+fn from_imports(out: &mut Builder, module: &str, from: &str, item: Node<'_>, source: &str) {
+    let Some(target) = item.child_by_field_name("module_name") else { return };
+    let written = text(target, source);
+    let base = if target.kind() == "relative_import" {
+        let dots = written.chars().take_while(|&c| c == '.').count();
+        let rest = &written[dots..];
+        // `module` is the importing module; one dot is its package.
+        let mut package: Vec<&str> = module.split('.').collect();
+        for _ in 0..dots {
+            package.pop();
+        }
+        let mut parts: Vec<&str> = package;
+        if !rest.is_empty() {
+            parts.push(rest);
+        }
+        parts.join(".")
+    } else {
+        written.to_owned()
+    };
+    let mut cursor = item.walk();
+    let mut any = false;
+    for name in item.children_by_field_name("name", &mut cursor) {
+        let dotted = if name.kind() == "aliased_import" { name.child_by_field_name("name") } else { Some(name) };
+        if let Some(d) = dotted {
+            any = true;
+            let joined =
+                if base.is_empty() { text(d, source).to_owned() } else { format!("{base}.{}", text(d, source)) };
+            out.reference(from, "imports", joined);
+        }
+    }
+    if !any {
+        out.reference(from, "imports", base); // `from a.b import *`
+    }
+}
+
+/// Every call under `node`, by the called name's last part (`f`, `x.f`, `self.f`).
+fn calls(out: &mut Builder, from: &str, node: Node<'_>, source: &str) {
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "call" {
+            if let Some(f) = n.child_by_field_name("function") {
+                let name = match f.kind() {
+                    "identifier" => Some(text(f, source)),
+                    "attribute" => f.child_by_field_name("attribute").map(|a| text(a, source)),
+                    _ => None,
+                };
+                if let Some(name) = name {
+                    out.reference(from, "calls", name);
+                }
+            }
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+}

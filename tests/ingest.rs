@@ -1,0 +1,313 @@
+//! `dstore ingest` and `Store::ingest` on small Python and Rust trees made
+//! here: the nodes, views and edges of each language, re-ingest that
+//! touches nothing, edits, removed files, bad input, and decisions that go
+//! stale when the code they saw changes.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use common::{dstore, ok, s};
+use decision_store::projection::{Cl100k, Depth, DepthBreadthProjector, ProjectionSpec};
+use decision_store::stale::StaleOptions;
+use decision_store::store::IngestOptions;
+use decision_store::uko::Direction;
+use decision_store::{Decision, DecisionType, PlanId, Store};
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+const MODELS: &str = r#""""Data models."""
+from .util import helper
+
+
+class Base:
+    """The root of all models."""
+
+    def save(self):
+        return helper(self)
+
+
+class User(Base):
+    def greet(self, name: str) -> str:
+        """Says hello.
+
+        Politely."""
+        return f"hello {name}"
+"#;
+
+const UTIL: &str = "def helper(x):\n    return x\n\n\ndef other():\n    return 2\n";
+
+const APP: &str =
+    "import pkg.models\nfrom pkg.models import User\n\n\ndef main():\n    User().greet('a')\n    unknown_function()\n";
+
+fn python_tree(root: &Path) {
+    write(root, "pkg/__init__.py", "");
+    write(root, "pkg/models.py", MODELS);
+    write(root, "pkg/util.py", UTIL);
+    write(root, "app.py", APP);
+}
+
+fn edges(store: &Store, uri: &str, relation: &str) -> BTreeSet<String> {
+    store
+        .neighbours(uri, Direction::Outgoing, Some(&[relation.to_owned()]))
+        .unwrap()
+        .into_iter()
+        .map(|n| n.uri)
+        .collect()
+}
+
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+fn graph_dump(store: &Store) -> (Vec<u8>, Vec<u8>) {
+    let (mut n, mut e) = (Vec::new(), Vec::new());
+    store.export_graph(&mut n, &mut e).unwrap();
+    (n, e)
+}
+
+#[test]
+fn a_python_tree_becomes_files_modules_classes_and_functions_with_their_edges() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("proj");
+    python_tree(&tree);
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    let report = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!((report.files, report.parsed, report.unchanged), (4, 4, 0));
+    assert!(report.skipped.is_empty() && report.parse_errors.is_empty(), "{report:?}");
+
+    let g = store.load_graph().unwrap();
+    let user = g.node("class://pkg.models.User").expect("class node");
+    assert_eq!(user.resource_uri.as_deref(), Some("project://pkg/models.py"));
+    assert_eq!(user.domain, "uko-code:");
+    assert!(user.version.as_deref().unwrap().starts_with("sha256:"));
+    let greet = g.node("function://pkg.models.User.greet").unwrap();
+    assert_eq!(greet.view_at(0).unwrap().content, "greet");
+    assert_eq!(greet.view_at(4).unwrap().content, "def greet(self, name: str) -> str\n    Says hello.");
+    assert!(greet.view_at(9).unwrap().content.contains("return f\"hello {name}\""));
+    let module = g.node("module://pkg.models").unwrap();
+    assert_eq!(module.view_at(3).unwrap().content, "[MODULE_GRAPH]: symbols=Base,User");
+    assert_eq!(g.node("module://pkg").unwrap().resource_uri.as_deref(), Some("project://pkg/__init__.py"));
+    assert!(g.node("project://app.py").unwrap().view_at(9).unwrap().content.starts_with("import pkg.models"));
+
+    assert_eq!(edges(&store, "project://pkg/models.py", "contains"), set(&["module://pkg.models"]));
+    assert_eq!(
+        edges(&store, "module://pkg.models", "contains"),
+        set(&["class://pkg.models.Base", "class://pkg.models.User"])
+    );
+    assert_eq!(edges(&store, "class://pkg.models.Base", "contains"), set(&["function://pkg.models.Base.save"]));
+    assert_eq!(edges(&store, "class://pkg.models.User", "inherits"), set(&["class://pkg.models.Base"]));
+    // `from .util import helper` (relative) and `import pkg.models`, `from pkg.models import User`.
+    assert_eq!(edges(&store, "module://pkg.models", "imports"), set(&["function://pkg.util.helper"]));
+    assert_eq!(edges(&store, "module://app", "imports"), set(&["module://pkg.models", "class://pkg.models.User"]));
+    // Calls resolve by name within the tree; `unknown_function` is left out, not guessed.
+    assert_eq!(edges(&store, "function://pkg.models.Base.save", "calls"), set(&["function://pkg.util.helper"]));
+    assert_eq!(edges(&store, "function://app.main", "calls"), set(&["function://pkg.models.User.greet"]));
+
+    // The projection's fragments name the file each node comes from.
+    let spec = ProjectionSpec::new(["project://pkg/models.py"], 3, Depth::named("FULL_SOURCE")).unwrap();
+    let fragments = DepthBreadthProjector::new().project_fragments(&store, &spec, &Cl100k, Some(8000)).unwrap();
+    let greet = fragments.fragments.iter().find(|f| f.uko_node() == "function://pkg.models.User.greet").unwrap();
+    assert_eq!(greet.resource_uri(), "project://pkg/models.py");
+}
+
+#[test]
+fn a_rust_tree_becomes_modules_types_traits_and_methods() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("shapes");
+    write(&tree, "src/lib.rs", "//! Shapes.\nmod shape;\npub mod util;\nuse crate::shape::Area;\n\n/// Sums areas.\npub fn total(xs: &[shape::Square]) -> f64 {\n    xs.iter().map(|x| x.area()).sum()\n}\n");
+    write(
+        &tree,
+        "src/shape.rs",
+        "pub trait Area {\n    fn area(&self) -> f64;\n}\n\n/// A square.\n#[derive(Debug)]\npub struct Square(pub f64);\n\nimpl Area for Square {\n    fn area(&self) -> f64 {\n        util::square(self.0)\n    }\n}\n",
+    );
+    write(&tree, "src/util/mod.rs", "pub fn square(x: f64) -> f64 {\n    x * x\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn four() {\n        assert_eq!(super::square(2.0), 4.0);\n    }\n}\n");
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    let report = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!((report.files, report.parsed), (3, 3), "{report:?}");
+
+    let g = store.load_graph().unwrap();
+    assert_eq!(
+        edges(&store, "module://shapes", "contains"),
+        set(&["function://shapes.total", "module://shape", "module://util"])
+    );
+    assert_eq!(edges(&store, "module://shape", "contains"), set(&["class://shape.Area", "class://shape.Square"]));
+    assert_eq!(edges(&store, "class://shape.Square", "implements"), set(&["class://shape.Area"]));
+    assert_eq!(edges(&store, "class://shape.Square", "contains"), set(&["function://shape.Square.area"]));
+    assert_eq!(edges(&store, "class://shape.Area", "contains"), set(&["function://shape.Area.area"]));
+    assert_eq!(edges(&store, "module://shapes", "imports"), set(&["class://shape.Area"]));
+    assert_eq!(edges(&store, "function://shape.Square.area", "calls"), set(&["function://util.square"]));
+    // An inline test module is a module of its own, in the same file.
+    assert_eq!(edges(&store, "module://util", "contains"), set(&["function://util.square", "module://util.tests"]));
+    assert_eq!(
+        g.node("function://util.tests.four").unwrap().resource_uri.as_deref(),
+        Some("project://src/util/mod.rs")
+    );
+    // `x.area()` names two definitions in another file: left out, not guessed.
+    assert!(edges(&store, "function://shapes.total", "calls").is_empty());
+    let square = g.node("class://shape.Square").unwrap();
+    assert_eq!(square.view_at(4).unwrap().content, "pub struct Square(pub f64);\n    A square.");
+    assert_eq!(
+        g.node("function://shapes.total").unwrap().view_at(4).unwrap().content,
+        "pub fn total(xs: &[shape::Square]) -> f64\n    Sums areas."
+    );
+}
+
+#[test]
+fn re_ingest_touches_nothing_and_an_edit_changes_only_what_it_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("proj");
+    python_tree(&tree);
+    let db = dir.path().join("g.db");
+    let mut store = Store::open(&db).unwrap();
+    store.ingest(&tree, IngestOptions::default()).unwrap();
+    let before = graph_dump(&store);
+    let other = store.node_version("function://pkg.util.other").unwrap();
+
+    let again = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert!(again.is_unchanged(), "{again:?}");
+    assert_eq!(again.unchanged, 4);
+    assert_eq!(graph_dump(&store), before);
+
+    // Edit one function of one file: that file, its module and the function change; nothing else.
+    write(&tree, "pkg/util.py", &UTIL.replace("return x", "return [x]"));
+    let edit = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(
+        (edit.parsed, edit.unchanged, edit.nodes_added, edit.nodes_changed, edit.nodes_removed),
+        (1, 3, 0, 3, 0)
+    );
+    assert_eq!((edit.edges_added, edit.edges_removed), (0, 0));
+    assert_eq!(store.node_version("function://pkg.util.other").unwrap(), other);
+
+    // A new file defining what an unchanged file calls: the call links now, without parsing the caller.
+    write(&tree, "pkg/extra.py", "def unknown_function():\n    pass\n");
+    let added = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(added.parsed, 1);
+    assert_eq!(
+        edges(&store, "function://app.main", "calls"),
+        set(&["function://pkg.extra.unknown_function", "function://pkg.models.User.greet"])
+    );
+
+    // A removed file takes its nodes and every edge to them along.
+    std::fs::remove_file(tree.join("pkg/util.py")).unwrap();
+    let removed = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!((removed.removed_files, removed.nodes_removed), (1, 4));
+    let g = store.load_graph().unwrap();
+    assert!(g.node("function://pkg.util.helper").is_none() && g.node("project://pkg/util.py").is_none());
+    assert!(edges(&store, "function://pkg.models.Base.save", "calls").is_empty());
+    assert!(edges(&store, "module://pkg.models", "imports").is_empty());
+
+    // The CLI says the same.
+    let text = ok(&["ingest", s(&db), s(&tree)]);
+    assert!(
+        text.starts_with(&format!("ingested {}: 4 files (0 parsed, 4 unchanged, 0 removed)", tree.display())),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_input_is_counted_and_reported_never_a_panic_or_half_a_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("proj");
+    python_tree(&tree);
+    write(&tree, "broken.py", "def good():\n    return 1\n\n\ndef bad(:\n    return\n\n\nclass Fine:\n    pass\n");
+    std::fs::write(tree.join("latin1.py"), b"name = '\xe9t\xe9'\n").unwrap();
+    write(&tree, "big.py", &"x = 1\n".repeat(400));
+    write(&tree, "ignored.py", "def hidden():\n    pass\n");
+    write(&tree, ".gitignore", "ignored.py\n");
+    write(&tree, "target/gen.rs", "fn generated() {}\n");
+    write(&tree, ".venv/lib/site.py", "def vendored():\n    pass\n");
+    write(&tree, "node_modules/x/y.py", "def vendored():\n    pass\n");
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&tree, tree.join("pkg/loop")).unwrap();
+        std::os::unix::fs::symlink(tree.join("nowhere.py"), tree.join("dangling.py")).unwrap();
+    }
+    let db = dir.path().join("g.db");
+    let r = dstore(&["ingest", s(&db), s(&tree), "--max-file-bytes", "2000", "--format", "json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(report["parse_errors"], serde_json::json!(["broken.py"]));
+    let skipped: Vec<(String, String)> = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["path"].as_str().unwrap().to_owned(), s["reason"].as_str().unwrap().to_owned()))
+        .collect();
+    let reason = |path: &str| {
+        skipped
+            .iter()
+            .find(|(p, _)| p.ends_with(path))
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| panic!("{path} not reported: {skipped:?}"))
+    };
+    assert!(reason("big.py").contains("over the limit of 2000 bytes"));
+    assert!(reason("latin1.py").contains("not UTF-8"));
+    #[cfg(unix)]
+    {
+        assert!(reason("loop").contains("loop"), "{}", reason("loop"));
+        assert!(reason("dangling.py").contains("nowhere.py") || reason("dangling.py").contains("No such file"));
+    }
+    let store = Store::open_read_only(&db).unwrap();
+    let g = store.load_graph().unwrap();
+    // What parsed of the broken file is there.
+    assert!(g.node("function://broken.good").is_some() && g.node("class://broken.Fine").is_some());
+    for gone in ["function://ignored.hidden", "function://gen.generated", "project://big.py", "project://latin1.py"] {
+        assert!(g.node(gone).is_none(), "{gone} was ingested");
+    }
+    assert!(g.nodes().all(|n| !n.uri.contains("vendored")));
+
+    // Not a directory, or missing: a clear error, the store untouched.
+    let before = graph_dump(&store);
+    drop(store);
+    let r = dstore(&["ingest", s(&db), s(&tree.join("app.py"))]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("is not a directory"), "{}", r.stderr);
+    let r = dstore(&["ingest", s(&db), s(&dir.path().join("nope"))]);
+    assert_ne!(r.code, 0);
+    assert_eq!(graph_dump(&Store::open_read_only(&db).unwrap()), before);
+}
+
+#[test]
+fn a_decision_goes_stale_when_the_code_it_saw_is_edited_or_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("proj");
+    python_tree(&tree);
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    store.ingest(&tree, IngestOptions::default()).unwrap();
+    let plan = PlanId::generate();
+    let root = Decision::builder(plan, DecisionType::PromptDefinition, 0)
+        .context_snapshot(store.snapshot_of(&["function://pkg.util.helper"]).unwrap())
+        .build()
+        .unwrap();
+    let child = Decision::builder(plan, DecisionType::ImplementationChoice, 1)
+        .parent(root.decision_id())
+        .context_snapshot(store.snapshot_of(&["class://pkg.models.User"]).unwrap())
+        .build()
+        .unwrap();
+    store.insert_many([&root, &child]).unwrap();
+    assert!(store.stale(StaleOptions::default()).unwrap().is_clean());
+
+    // Editing another function of the same file leaves both decisions standing.
+    write(&tree, "pkg/util.py", &UTIL.replace("return 2", "return 3"));
+    store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert!(store.stale(StaleOptions::default()).unwrap().is_clean());
+
+    write(&tree, "pkg/util.py", &UTIL.replace("return x", "return [x]"));
+    store.ingest(&tree, IngestOptions::default()).unwrap();
+    let report = store.stale(StaleOptions::default()).unwrap();
+    assert_eq!(report.stale.len(), 1);
+    assert_eq!(report.stale[0].decision_id, root.decision_id());
+    assert_eq!(report.at_risk.len(), 1);
+    assert_eq!(report.at_risk[0].decision_id, child.decision_id());
+
+    std::fs::remove_file(tree.join("pkg/util.py")).unwrap();
+    store.ingest(&tree, IngestOptions::default()).unwrap();
+    let report = store.stale(StaleOptions::default()).unwrap();
+    assert_eq!(report.stale[0].resources[0].current_version, None, "removed with its file");
+}
