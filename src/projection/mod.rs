@@ -377,11 +377,12 @@ impl DepthBreadthProjector {
     /// [`Error::UnknownNode`] for a focus not in the graph, the errors of
     /// [`DepthBreadthProjector::resolve_depth`], and the source's errors.
     pub fn project(&self, graph: &impl GraphSource, spec: &ProjectionSpec) -> Result<Projection> {
-        let (projection, _) = self.walk(graph, spec)?;
+        let Walk { projection, .. } = self.walk(graph, spec)?;
         Ok(projection)
     }
 
-    fn walk(&self, graph: &impl GraphSource, spec: &ProjectionSpec) -> Result<(Projection, Vec<NodeKey>)> {
+    /// The BFS.
+    fn walk(&self, graph: &impl GraphSource, spec: &ProjectionSpec) -> Result<Walk> {
         let full = self.resolve_depth(spec)?;
         let focus = graph.resolve(spec.focus())?;
         let mut distance: IdMap<NodeKey, u32> = IdMap::default();
@@ -394,12 +395,14 @@ impl DepthBreadthProjector {
             }
         }
         let mut cut: IdMap<NodeKey, usize> = IdMap::default();
+        let mut met: Vec<(NodeKey, NodeKey)> = Vec::new();
         for hop in 1..=spec.breadth() {
             if frontier.is_empty() {
                 break;
             }
             frontier.sort_unstable();
             let pairs = graph.expand(&frontier, spec.direction(), spec.relations())?;
+            met.extend_from_slice(&pairs);
             let mut next = Vec::new();
             let mut taken_from: (NodeKey, usize) = (NodeKey::MIN, 0);
             for (from, to) in pairs {
@@ -442,13 +445,16 @@ impl DepthBreadthProjector {
         let keys = nodes.iter().map(|n| n.1).collect();
         let projection =
             Projection { spec: spec.clone(), full_depth: full, nodes: nodes.into_iter().map(|n| n.0).collect(), cut };
-        Ok((projection, keys))
+        met.retain(|(a, b)| distance.contains_key(a) && distance.contains_key(b));
+        Ok(Walk { projection, keys, met })
     }
 
     /// Projects and materialises fragments: each node's view with the largest
-    /// depth not above its resolved depth, counted with `counter`. With a
-    /// budget, fragments are kept nearest first (then by score) while they
-    /// fit; the rest are reported as dropped.
+    /// depth not above its resolved depth, counted with `counter`. Each
+    /// fragment's score is its node's personalized PageRank from the focus
+    /// over the edges the walk met (1 for the most central). With a budget,
+    /// fragments are kept nearest first, and within a distance by score,
+    /// while they fit; the rest are reported as dropped.
     ///
     /// # Errors
     /// As [`DepthBreadthProjector::project`].
@@ -473,10 +479,11 @@ impl DepthBreadthProjector {
         counter: &dyn TokenCounter,
         budget: Option<usize>,
     ) -> Result<(Projection, FragmentSet)> {
-        let (projection, keys) = self.walk(graph, spec)?;
+        let Walk { projection, keys, met } = self.walk(graph, spec)?;
+        let rank = personalized_rank(&keys, projection.nodes.iter().take_while(|n| n.distance == 0).count(), &met);
         let records = graph.records(&keys, true)?;
         let mut fragments = Vec::with_capacity(records.len());
-        for (node, rec) in projection.nodes.iter().zip(records) {
+        for ((node, rec), score) in projection.nodes.iter().zip(records).zip(rank) {
             let content = rec
                 .views
                 .iter()
@@ -487,7 +494,7 @@ impl DepthBreadthProjector {
             let tokens = counter.count(&content);
             let mut f = ContextFragment::new(rec.uri, content, tokens, node.resolved_depth)
                 .with_domain(rec.domain)
-                .with_score(1.0 / f64::from(1 + node.distance))
+                .with_score(score)
                 .with_metadata("projected", Value::Bool(true))
                 .with_metadata("distance", Value::from(node.distance));
             if !projection.cut.is_empty() {
@@ -505,6 +512,58 @@ impl DepthBreadthProjector {
         set.total_tokens = set.fragments.iter().map(ContextFragment::tokens).sum();
         Ok((projection, set))
     }
+}
+
+/// What a BFS found: the projection, its nodes' keys in its order, and
+/// every edge met between reached nodes (for ranking).
+struct Walk {
+    projection: Projection,
+    keys: Vec<NodeKey>,
+    met: Vec<(NodeKey, NodeKey)>,
+}
+
+/// How central each reached node is to the focus: personalized PageRank
+/// (damping 0.85, 30 rounds) over the edges met by the walk, taken both
+/// ways, restarting at the focus nodes (the first `focus` of `keys`);
+/// scaled so that the highest is 1. A budget fills each distance ring in
+/// this order: among nodes equally far, those that many paths from the
+/// focus run through come first.
+fn personalized_rank(keys: &[NodeKey], focus: usize, met: &[(NodeKey, NodeKey)]) -> Vec<f64> {
+    let n = keys.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let index: IdMap<NodeKey, usize> = keys.iter().enumerate().map(|(i, &k)| (k, i)).collect();
+    let mut pairs: Vec<(usize, usize)> =
+        met.iter().map(|(a, b)| (index[a], index[b])).filter(|(a, b)| a != b).collect();
+    pairs.extend(pairs.clone().into_iter().map(|(a, b)| (b, a)));
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut degree = vec![0usize; n];
+    for &(a, _) in &pairs {
+        degree[a] += 1;
+    }
+    let focus = focus.clamp(1, n);
+    let restart = 1.0 / focus as f64;
+    let mut rank: Vec<f64> = (0..n).map(|i| if i < focus { restart } else { 0.0 }).collect();
+    for _ in 0..30 {
+        let mut next: Vec<f64> = (0..n).map(|i| if i < focus { 0.15 * restart } else { 0.0 }).collect();
+        let mut stranded = 0.0;
+        for (i, r) in rank.iter().enumerate() {
+            if degree[i] == 0 {
+                stranded += r;
+            }
+        }
+        for &(a, b) in &pairs {
+            next[b] += 0.85 * rank[a] / degree[a] as f64;
+        }
+        for r in next.iter_mut().take(focus) {
+            *r += 0.85 * stranded * restart;
+        }
+        rank = next;
+    }
+    let top = rank.iter().copied().fold(f64::MIN_POSITIVE, f64::max);
+    rank.into_iter().map(|r| r / top).collect()
 }
 
 /// Keeps fragments in their (distance, uri) order while they fit the budget,
