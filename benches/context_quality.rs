@@ -10,8 +10,10 @@
 //!   from the focus file (breadth 6, both directions) at full depth 4 and 9,
 //!   fragments within the budget (see `projection` below);
 //! - `pagerank`: a repository map as Aider builds one: personalized PageRank
-//!   over the file graph of references (calls, imports, bases), from the
-//!   focus file, each file costing its definitions' signatures;
+//!   over the file graph of references (calls, imports, bases, type
+//!   references) from the focus file, each file's rank shared among the
+//!   definitions it refers to, definitions taken by rank at the cost of
+//!   their signatures (a file counts when one of its definitions is in);
 //! - `same_dir`: files nearest the focus in the directory tree first;
 //! - `random`: a seeded random order.
 //!
@@ -50,11 +52,16 @@ struct Tree {
     cost: HashMap<String, usize>,
     /// References between files: (from file, to file) -> count.
     links: BTreeMap<(String, String), f64>,
+    /// References into definitions: (from file, definition) -> count.
+    uses: BTreeMap<(String, String), f64>,
+    /// Each class and function: its file and the tokens of its signature.
+    defs: HashMap<String, (String, usize)>,
 }
 
 fn read_tree(store: &Store, counter: &dyn TokenCounter) -> Tree {
     let mut file_of: HashMap<String, String> = HashMap::new();
     let mut maps: BTreeMap<String, String> = BTreeMap::new();
+    let mut defs = HashMap::new();
     store
         .for_each_node(|n| {
             if let Some(file) = &n.resource_uri {
@@ -64,6 +71,7 @@ fn read_tree(store: &Store, counter: &dyn TokenCounter) -> Tree {
                     if let Some(v) = n.view_at(4) {
                         map.push_str(&v.content);
                         map.push('\n');
+                        defs.insert(n.uri.clone(), (file.clone(), counter.count(&v.content).max(1)));
                     }
                 }
             }
@@ -71,12 +79,14 @@ fn read_tree(store: &Store, counter: &dyn TokenCounter) -> Tree {
         })
         .unwrap();
     let mut links = BTreeMap::new();
+    let mut uses = BTreeMap::new();
     store
         .for_each_edge(|e| {
             if e.relation != "contains" && CODE_RELATIONS.contains(&e.relation.as_str()) {
                 if let (Some(a), Some(b)) = (file_of.get(&e.source), file_of.get(&e.target)) {
                     if a != b {
                         *links.entry((a.clone(), b.clone())).or_insert(0.0) += 1.0;
+                        *uses.entry((a.clone(), e.target.clone())).or_insert(0.0) += 1.0;
                     }
                 }
             }
@@ -84,11 +94,43 @@ fn read_tree(store: &Store, counter: &dyn TokenCounter) -> Tree {
         })
         .unwrap();
     let cost = maps.iter().map(|(f, m)| (f.clone(), counter.count(m).max(1))).collect();
-    Tree { files: maps.into_keys().collect(), cost, links }
+    Tree { files: maps.into_keys().collect(), cost, links, uses, defs }
+}
+
+/// Aider's repository map: personalized PageRank over the file graph from
+/// `focus` (damping 0.85), each file's rank shared among the definitions
+/// it refers to in proportion to its references, and definitions taken in
+/// that order, each at the cost of its signature, while they fit.
+fn repo_map(tree: &Tree, focus: &str, budget: usize) -> Selection {
+    let rank = file_rank(tree, focus);
+    let mut out_weight: HashMap<&str, f64> = HashMap::new();
+    for ((from, _), w) in &tree.uses {
+        *out_weight.entry(from.as_str()).or_default() += w;
+    }
+    let mut def_rank: HashMap<&str, f64> = HashMap::new();
+    for ((from, def), w) in &tree.uses {
+        *def_rank.entry(def.as_str()).or_default() += rank[from.as_str()] * w / out_weight[from.as_str()];
+    }
+    let mut ranked: Vec<(&str, f64)> = tree
+        .defs
+        .iter()
+        .filter(|(_, (file, _))| file != focus)
+        .map(|(d, _)| (d.as_str(), def_rank.get(d.as_str()).copied().unwrap_or(0.0)))
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    let (mut used, mut chosen) = (0, BTreeSet::new());
+    for (d, _) in ranked {
+        let (file, cost) = &tree.defs[d];
+        if used + cost <= budget {
+            used += cost;
+            chosen.insert(file.clone());
+        }
+    }
+    (chosen.clone(), chosen, used)
 }
 
 /// Personalized PageRank over the file graph, from `focus` (damping 0.85).
-fn pagerank(tree: &Tree, focus: &str) -> Vec<String> {
+fn file_rank<'t>(tree: &'t Tree, focus: &str) -> HashMap<&'t str, f64> {
     let n = tree.files.len();
     let index: HashMap<&str, usize> = tree.files.iter().enumerate().map(|(i, f)| (f.as_str(), i)).collect();
     let mut out: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
@@ -113,9 +155,7 @@ fn pagerank(tree: &Tree, focus: &str) -> Vec<String> {
         }
         rank = next;
     }
-    let mut order: Vec<usize> = (0..n).filter(|&i| i != f).collect();
-    order.sort_by(|&a, &b| rank[b].total_cmp(&rank[a]).then(a.cmp(&b)));
-    order.into_iter().map(|i| tree.files[i].clone()).collect()
+    tree.files.iter().map(String::as_str).zip(rank).collect()
 }
 
 fn same_dir(tree: &Tree, focus: &str) -> Vec<String> {
@@ -196,7 +236,7 @@ fn score(store: &Store, tree: &Tree, case: &Case, seed: u64, results: &mut Resul
                 let (chosen, signed, used) = match method {
                     "projection_names" => projection(store, focus, budget, 4),
                     "projection_signatures" => projection(store, focus, budget, 9),
-                    "pagerank" => fill(tree, pagerank(tree, focus), budget),
+                    "pagerank" => repo_map(tree, focus, budget),
                     "same_dir" => fill(tree, same_dir(tree, focus), budget),
                     _ => fill(tree, random(tree, focus, seed), budget),
                 };

@@ -43,7 +43,7 @@ class User(Base):
 const UTIL: &str = "def helper(x):\n    return x\n\n\ndef other():\n    return 2\n";
 
 const APP: &str =
-    "import pkg.models\nfrom pkg.models import User\n\n\ndef main():\n    User().greet('a')\n    unknown_function()\n";
+    "import pkg.models\nfrom pkg.models import User\n\n\ndef main():\n    User().greet('a')\n    unknown_function()\n\n\ndef make(user: User) -> list[User]:\n    return [user]\n";
 
 fn python_tree(root: &Path) {
     write(root, "pkg/__init__.py", "");
@@ -108,12 +108,18 @@ fn a_python_tree_becomes_files_modules_classes_and_functions_with_their_edges() 
     // Calls resolve by name within the tree; `unknown_function` is left out, not guessed.
     assert_eq!(edges(&store, "function://pkg.models.Base.save", "calls"), set(&["function://pkg.util.helper"]));
     assert_eq!(edges(&store, "function://app.main", "calls"), set(&["function://pkg.models.User.greet"]));
+    // Annotations name classes: `references`; `str` is not defined here and is left out.
+    assert_eq!(edges(&store, "function://app.make", "references"), set(&["class://pkg.models.User"]));
+    assert!(edges(&store, "function://pkg.models.User.greet", "references").is_empty());
 
-    // The projection's fragments name the file each node comes from.
-    let spec = ProjectionSpec::new(["project://pkg/models.py"], 3, Depth::named("FULL_SOURCE")).unwrap();
-    let fragments = DepthBreadthProjector::new().project_fragments(&store, &spec, &Cl100k, Some(8000)).unwrap();
-    let greet = fragments.fragments.iter().find(|f| f.uko_node() == "function://pkg.models.User.greet").unwrap();
+    // The projection's fragments name the file each node comes from; with a
+    // budget, the definitions of a file shown whole are covered by it.
+    let spec = ProjectionSpec::new(["project://app.py"], 6, Depth::named("FULL_SOURCE")).unwrap();
+    let set = DepthBreadthProjector::new().project_fragments(&store, &spec, &Cl100k, Some(8000)).unwrap();
+    let greet = set.fragments.iter().find(|f| f.uko_node() == "function://pkg.models.User.greet").unwrap();
     assert_eq!(greet.resource_uri(), "project://pkg/models.py");
+    assert!(set.covered.contains(&"function://app.main".to_owned()), "{:?}", set.covered);
+    assert!(set.fragments.iter().all(|f| f.uko_node() != "function://app.main"));
 }
 
 #[test]
@@ -148,6 +154,7 @@ fn a_rust_tree_becomes_modules_types_traits_and_methods() {
         g.node("function://util.tests.four").unwrap().resource_uri.as_deref(),
         Some("project://src/util/mod.rs")
     );
+    assert_eq!(edges(&store, "function://shapes.total", "references"), set(&["class://shape.Square"]));
     // `x.area()` names two definitions in another file: left out, not guessed.
     assert!(edges(&store, "function://shapes.total", "calls").is_empty());
     let square = g.node("class://shape.Square").unwrap();
@@ -310,4 +317,27 @@ fn a_decision_goes_stale_when_the_code_it_saw_is_edited_or_removed() {
     store.ingest(&tree, IngestOptions::default()).unwrap();
     let report = store.stale(StaleOptions::default()).unwrap();
     assert_eq!(report.stale[0].resources[0].current_version, None, "removed with its file");
+}
+
+#[test]
+fn ingest_then_project_gives_a_files_neighbourhood_with_signatures_and_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("proj");
+    python_tree(&tree);
+    let db = dir.path().join("g.db");
+    ok(&["ingest", s(&db), s(&tree)]);
+    let out =
+        ok(&["project", s(&db), "--focus", "project://app.py", "--fragments", "--budget", "8000", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let fragments = doc["fragments"].as_array().unwrap_or_else(|| panic!("no fragments: {doc}"));
+    let of = |uri: &str| fragments.iter().find(|f| f["uko_node"] == uri).unwrap_or_else(|| panic!("{uri}: {doc}"));
+    // The file itself in full (which covers its own definitions), and what it
+    // uses from other files with their signatures.
+    assert_eq!(of("project://app.py")["content"], APP);
+    assert!(doc["covered"].as_array().unwrap().iter().any(|c| c == "function://app.main"), "{doc}");
+    assert_eq!(of("class://pkg.models.User")["content"], "class User(Base)");
+    let greet = of("function://pkg.models.User.greet");
+    assert_eq!(greet["content"], "def greet(self, name: str) -> str\n    Says hello.");
+    assert_eq!(greet["resource_uri"], "project://pkg/models.py");
+    assert!(doc["total_tokens"].as_u64().unwrap() <= 8000);
 }

@@ -20,11 +20,13 @@ pub struct ProjectArgs {
     /// A focus node URI (repeat for several).
     #[arg(long, required = true)]
     focus: Vec<String>,
-    /// How many hops to walk from the focus.
-    #[arg(long)]
+    /// How many hops to walk from the focus. With the default depth, the
+    /// default 6 gives a file focus its source, its classes and methods their
+    /// signatures, and what they use their names.
+    #[arg(long, default_value_t = 6)]
     breadth: u32,
     /// Full detail depth: a number or a named level such as FULL_SOURCE.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, default_value = "FULL_SOURCE")]
     depth: String,
     /// Give every node the full depth.
     #[arg(long)]
@@ -79,6 +81,9 @@ struct ProjectReport<'a> {
     fragments: Option<&'a [ContextFragment]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dropped: Option<&'a [String]>,
+    /// Fragments a budget left out because their file is shown whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    covered: Option<&'a [String]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     total_tokens: Option<usize>,
 }
@@ -118,6 +123,7 @@ pub fn project(a: &ProjectArgs) -> CmdResult {
         cut: &projection.cut,
         fragments: fragments.as_ref().map(|f| f.fragments.as_slice()),
         dropped: fragments.as_ref().filter(|_| a.budget.is_some()).map(|f| f.dropped.as_slice()),
+        covered: fragments.as_ref().filter(|f| !f.covered.is_empty()).map(|f| f.covered.as_slice()),
         total_tokens: fragments.as_ref().map(|f| f.total_tokens),
     };
     if a.format == Format::Json {
@@ -165,6 +171,9 @@ pub fn project(a: &ProjectArgs) -> CmdResult {
                 writeln!(out, "{} tokens in {} fragments ({})", set.total_tokens, set.fragments.len(), Cl100k.name());
             if !set.dropped.is_empty() {
                 let _ = writeln!(out, "dropped by the budget: {}", set.dropped.join(", "));
+            }
+            if !set.covered.is_empty() {
+                let _ = writeln!(out, "covered by a file shown whole: {}", set.covered.join(", "));
             }
         }
     }

@@ -1,6 +1,6 @@
 //! Source trees into the UKO graph: files, modules, classes and functions
-//! as nodes, with `contains`, `imports`, `calls`, `inherits` and
-//! `implements` edges. [`Store::ingest`](crate::Store::ingest) walks a tree
+//! as nodes, with `contains`, `imports`, `calls`, `inherits`, `implements`
+//! and `references` edges. [`Store::ingest`](crate::Store::ingest) walks a tree
 //! and keeps the store in step with it; this module turns one file into its
 //! part of the graph ([`parse_file`]) and decides which files a walk takes.
 //!
@@ -53,7 +53,7 @@ pub struct Reference {
     /// The node that refers.
     pub from: String,
     /// `contains` (the name is a URI), `imports` (a dotted path), `calls`,
-    /// `inherits`, `implements` (a bare name).
+    /// `inherits`, `implements`, `references` (a bare name).
     pub relation: &'static str,
     pub name: String,
 }

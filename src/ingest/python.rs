@@ -115,6 +115,7 @@ fn function(
     if let Some(body) = body {
         calls(out, &uri, body, source);
     }
+    annotations(out, &uri, def, source);
     let head = header(def, body, source);
     let views = definition_views(&name, None, &head, docstring(body, source), text(whole, source));
     out.node(&uri, "function", &name, &content_version(text(whole, source).as_bytes()), views);
@@ -167,6 +168,35 @@ fn from_imports(out: &mut Builder, module: &str, from: &str, item: Node<'_>, sou
     }
     if !any {
         out.reference(from, "imports", base); // `from a.b import *`
+    }
+}
+
+/// The names in a function's type annotations (`x: User`, `-> list[Order]`):
+/// `references` to classes.
+fn annotations(out: &mut Builder, from: &str, def: Node<'_>, source: &str) {
+    let mut names = std::collections::BTreeSet::new();
+    let mut stack = vec![def];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "type" {
+            let mut inner = vec![n];
+            while let Some(t) = inner.pop() {
+                if t.kind() == "identifier" {
+                    names.insert(text(t, source));
+                }
+                let mut cursor = t.walk();
+                inner.extend(t.named_children(&mut cursor));
+            }
+            continue;
+        }
+        // Nested definitions annotate for themselves; bodies hold no annotations of this one.
+        if n != def && matches!(n.kind(), "function_definition" | "class_definition" | "block") {
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    for name in names {
+        out.reference(from, "references", name);
     }
 }
 

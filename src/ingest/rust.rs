@@ -182,6 +182,7 @@ impl Module<'_> {
         // A tuple struct's fields are its signature: `struct Square(pub f64)`.
         let cut = body.filter(|b| b.kind() != "ordered_field_declaration_list");
         let head = header(item, cut, self.source);
+        types(out, &uri, item, &name, self.source);
         let outline = (!methods.is_empty()).then(|| format!("{head}: methods={}", methods.join(",")));
         let whole = text(item, self.source);
         let views = definition_views(&name, outline, &head, doc_comment(item, self.source), whole);
@@ -197,6 +198,7 @@ impl Module<'_> {
         if let Some(body) = body {
             calls(out, &uri, body, self.source);
         }
+        types(out, &uri, item, "", self.source);
         let head = header(item, body, self.source);
         let whole = text(item, self.source);
         let views = definition_views(&name, None, &head, doc_comment(item, self.source), whole);
@@ -255,6 +257,26 @@ fn flatten_use(prefix: &str, written: &str, out: &mut Vec<String>) {
         "" => {}
         "self" | "*" => out.push(prefix.to_owned()),
         _ => out.push(join(prefix, item)),
+    }
+}
+
+/// Every type named under `node` (fields, parameters, return types, paths
+/// like `Square::new`), but its own name: `references` to classes.
+fn types(out: &mut Builder, from: &str, node: Node<'_>, own: &str, source: &str) {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "type_identifier" {
+            let name = text(n, source);
+            if name != own && name != "Self" {
+                seen.insert(name);
+            }
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    for name in seen {
+        out.reference(from, "references", name);
     }
 }
 

@@ -336,6 +336,11 @@ pub struct FragmentSet {
     pub fragments: Vec<ContextFragment>,
     /// URIs of fragments the budget dropped, in (distance, uri) order.
     pub dropped: Vec<String>,
+    /// URIs of fragments a budget left out because a kept fragment already
+    /// holds them whole: their resource's own node at its fullest view (a
+    /// file in full covers its functions), in (distance, uri) order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub covered: Vec<String>,
     pub total_tokens: usize,
 }
 
@@ -453,8 +458,11 @@ impl DepthBreadthProjector {
     /// depth not above its resolved depth, counted with `counter`. Each
     /// fragment's score is its node's personalized PageRank from the focus
     /// over the edges the walk met (1 for the most central). With a budget,
-    /// fragments are kept nearest first, and within a distance by score,
-    /// while they fit; the rest are reported as dropped.
+    /// fragments are kept while they fit, visited nearest first and within a
+    /// distance by score, but one fragment of each resource (the file a
+    /// node comes from) before a second of any; the rest are reported as
+    /// dropped, and fragments whose file is kept whole as covered. Without
+    /// `resource_uri`s every node is its own resource: nearest first.
     ///
     /// # Errors
     /// As [`DepthBreadthProjector::project`].
@@ -483,14 +491,12 @@ impl DepthBreadthProjector {
         let rank = personalized_rank(&keys, projection.nodes.iter().take_while(|n| n.distance == 0).count(), &met);
         let records = graph.records(&keys, true)?;
         let mut fragments = Vec::with_capacity(records.len());
+        // Whether each fragment shows its node's deepest view.
+        let mut whole = Vec::with_capacity(records.len());
         for ((node, rec), score) in projection.nodes.iter().zip(records).zip(rank) {
-            let content = rec
-                .views
-                .iter()
-                .filter(|v| v.depth <= node.resolved_depth)
-                .max_by_key(|v| v.depth)
-                .map(|v| v.content.clone())
-                .unwrap_or_default();
+            let view = rec.views.iter().filter(|v| v.depth <= node.resolved_depth).max_by_key(|v| v.depth);
+            whole.push(view.is_some_and(|v| rec.views.iter().all(|w| w.depth <= v.depth)));
+            let content = view.map(|v| v.content.clone()).unwrap_or_default();
             let tokens = counter.count(&content);
             let mut f = ContextFragment::new(rec.uri, content, tokens, node.resolved_depth)
                 .with_domain(rec.domain)
@@ -505,9 +511,9 @@ impl DepthBreadthProjector {
             }
             fragments.push(f);
         }
-        let mut set = FragmentSet { fragments, dropped: Vec::new(), total_tokens: 0 };
+        let mut set = FragmentSet { fragments, dropped: Vec::new(), covered: Vec::new(), total_tokens: 0 };
         if let Some(budget) = budget {
-            set = apply_budget(set.fragments, budget);
+            set = apply_budget(set.fragments, &whole, budget);
         }
         set.total_tokens = set.fragments.iter().map(ContextFragment::tokens).sum();
         Ok((projection, set))
@@ -567,26 +573,56 @@ fn personalized_rank(keys: &[NodeKey], focus: usize, met: &[(NodeKey, NodeKey)])
 }
 
 /// Keeps fragments in their (distance, uri) order while they fit the budget,
-/// visiting them by relevance: nearest first, then higher score.
-fn apply_budget(fragments: Vec<ContextFragment>, budget: usize) -> FragmentSet {
+/// visiting them by relevance: the first fragment of every resource before
+/// the second of any, and at each turn nearest first, then higher score. A
+/// fragment whose resource is kept whole (its own node's fragment at its
+/// deepest view, `whole`) costs nothing new and is left out as covered.
+fn apply_budget(fragments: Vec<ContextFragment>, whole: &[bool], budget: usize) -> FragmentSet {
     let distance = |f: &ContextFragment| f.metadata.get("distance").and_then(Value::as_u64).unwrap_or(u64::MAX);
     let mut by_relevance: Vec<usize> = (0..fragments.len()).collect();
     by_relevance.sort_by(|&a, &b| {
         let (fa, fb) = (&fragments[a], &fragments[b]);
         distance(fa).cmp(&distance(fb)).then(fb.score.total_cmp(&fa.score)).then(a.cmp(&b))
     });
+    // One fragment of each resource before a second of any: a look at
+    // every neighbouring file before more of one. A fragment is the `turn`-th
+    // of its resource in relevance order; nodes without a resource of their
+    // own are their own resource, so for them this is plain nearest first.
+    let mut turn = vec![0usize; fragments.len()];
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for &i in &by_relevance {
+        let n = seen.entry(fragments[i].resource_uri.as_str()).or_default();
+        turn[i] = *n;
+        *n += 1;
+    }
+    by_relevance.sort_by(|&a, &b| {
+        let (fa, fb) = (&fragments[a], &fragments[b]);
+        turn[a].cmp(&turn[b]).then(distance(fa).cmp(&distance(fb))).then(fb.score.total_cmp(&fa.score)).then(a.cmp(&b))
+    });
     let mut used = 0;
     let mut keep = HashSet::new();
+    let mut covered = HashSet::new();
+    let mut shown_whole: HashSet<&str> = HashSet::new();
     for i in by_relevance {
-        if used + fragments[i].tokens <= budget {
-            used += fragments[i].tokens;
+        let f = &fragments[i];
+        if f.resource_uri != f.uko_node && shown_whole.contains(f.resource_uri.as_str()) {
+            covered.insert(i);
+            continue;
+        }
+        if used + f.tokens <= budget {
+            used += f.tokens;
             keep.insert(i);
+            if whole[i] && f.resource_uri == f.uko_node {
+                shown_whole.insert(f.uko_node.as_str());
+            }
         }
     }
-    let mut set = FragmentSet { fragments: Vec::new(), dropped: Vec::new(), total_tokens: used };
+    let mut set = FragmentSet { fragments: Vec::new(), dropped: Vec::new(), covered: Vec::new(), total_tokens: used };
     for (i, f) in fragments.into_iter().enumerate() {
         if keep.contains(&i) {
             set.fragments.push(f);
+        } else if covered.contains(&i) {
+            set.covered.push(f.uko_node);
         } else {
             set.dropped.push(f.uko_node);
         }

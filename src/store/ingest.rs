@@ -23,7 +23,7 @@ use crate::ingest::{content_version, file_uri, parse_file, FileGraph, Language, 
 use crate::uko::UkoEdge;
 
 /// The relations `ingest` derives (and so owns between ingested nodes).
-pub const CODE_RELATIONS: [&str; 5] = ["contains", "imports", "calls", "inherits", "implements"];
+pub const CODE_RELATIONS: [&str; 6] = ["contains", "imports", "calls", "inherits", "implements", "references"];
 
 /// How [`Store::ingest`] reads a tree.
 #[derive(Clone, Copy, Debug)]
@@ -281,7 +281,7 @@ fn resolve(tx: &Connection, report: &mut IngestReport) -> Result<()> {
                         .find(|u| file_of.contains_key(u))
                 }
                 "calls" => pick("function", &name, &file),
-                "inherits" | "implements" => pick("class", &name, &file),
+                "inherits" | "implements" | "references" => pick("class", &name, &file),
                 _ => None,
             };
             if let Some(t) = target.filter(|t| *t != from) {
@@ -296,7 +296,7 @@ fn resolve(tx: &Connection, report: &mut IngestReport) -> Result<()> {
                 "SELECT s.uri, e.relation, t.uri FROM uko_edges e
                  JOIN uko_nodes s ON s.node_id = e.source_id JOIN uko_nodes t ON t.node_id = e.target_id
                  WHERE s.resource_uri IS NOT NULL
-                   AND e.relation IN ('contains', 'imports', 'calls', 'inherits', 'implements')",
+                   AND e.relation IN ('contains', 'imports', 'calls', 'inherits', 'implements', 'references')",
             )
             .map_err(storage)?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).map_err(storage)?;
