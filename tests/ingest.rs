@@ -189,6 +189,7 @@ fn re_ingest_touches_nothing_and_an_edit_changes_only_what_it_changed() {
         (1, 3, 0, 3, 0)
     );
     assert_eq!((edit.edges_added, edit.edges_removed), (0, 0));
+    assert_eq!(edit.parsed_files, ["pkg/util.py"]);
     assert_eq!(store.node_version("function://pkg.util.other").unwrap(), other);
 
     // A new file defining what an unchanged file calls: the call links now, without parsing the caller.
@@ -204,6 +205,7 @@ fn re_ingest_touches_nothing_and_an_edit_changes_only_what_it_changed() {
     std::fs::remove_file(tree.join("pkg/util.py")).unwrap();
     let removed = store.ingest(&tree, IngestOptions::default()).unwrap();
     assert_eq!((removed.removed_files, removed.nodes_removed), (1, 4));
+    assert_eq!(removed.removed, ["project://pkg/util.py"]);
     let g = store.load_graph().unwrap();
     assert!(g.node("function://pkg.util.helper").is_none() && g.node("project://pkg/util.py").is_none());
     assert!(edges(&store, "function://pkg.models.Base.save", "calls").is_empty());

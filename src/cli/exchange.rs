@@ -131,6 +131,15 @@ pub fn ingest(db: &Path, path: &Path, max_file_bytes: u64, format: super::Format
         r.edges_added,
         r.edges_removed
     )?;
+    // On a first ingest every file is new: list them only when some were not.
+    if r.unchanged > 0 || r.removed_files > 0 {
+        for p in &r.parsed_files {
+            writeln!(out, "  parsed   {p}")?;
+        }
+        for p in &r.removed {
+            writeln!(out, "  removed  {}", p.trim_start_matches("project://"))?;
+        }
+    }
     if !r.parse_errors.is_empty() {
         writeln!(out, "{} files with syntax errors (ingested as far as they parse):", r.parse_errors.len())?;
         for p in &r.parse_errors {

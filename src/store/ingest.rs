@@ -61,6 +61,10 @@ pub struct IngestReport {
     pub nodes_removed: u64,
     pub edges_added: u64,
     pub edges_removed: u64,
+    /// The files parsed (new or changed), relative to the root.
+    pub parsed_files: Vec<String>,
+    /// The files gone from the tree whose nodes were removed, as `project://` URIs.
+    pub removed: Vec<String>,
     /// Files parsed with syntax errors: what tree-sitter recovered is ingested.
     pub parse_errors: Vec<String>,
     /// Files not read: too large, unreadable, not UTF-8, a symlink loop. A
@@ -208,6 +212,7 @@ fn remove_file(tx: &Connection, file: &str, report: &mut IngestReport) -> Result
         .execute([file])
         .map_err(storage)?;
     report.removed_files += 1;
+    report.removed.push(file.to_owned());
     Ok(())
 }
 
@@ -371,6 +376,7 @@ impl Store {
                     report.parse_errors.push(f.relative.display().to_string());
                 }
                 report.parsed += 1;
+                report.parsed_files.push(f.relative.display().to_string());
                 parsed_any = true;
                 sync_file(tx, &f.uri, graph, &mut report)?;
             }
