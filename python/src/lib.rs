@@ -1,0 +1,615 @@
+//! `decision_store._native`: the Rust library behind the Python package.
+//!
+//! Values cross the boundary as JSON-shaped Python objects (dict, list,
+//! str, int, float, bool, None) in the interchange format, converted here
+//! directly (no JSON text in between) so a bad value is named by its path.
+//! Store work runs with the GIL released; a store is shared between
+//! threads behind a mutex.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use decision_store::inheritance::{
+    child_context_from_store, InheritanceConfig, PlanContextInheritance, StoredContextOptions,
+};
+use decision_store::projection::{Cl100k, Depth, DepthBreadthProjector, ProjectionSpec};
+use decision_store::store::ImportOptions;
+use decision_store::uko::{Direction, UkoEdge, UkoNode};
+use decision_store::{Decision, DecisionId, DecisionTree, Error, PlanId, Store};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde_json::{Map, Number, Value};
+
+/// Raises the `decision_store.errors` exception that fits `e`.
+fn raise(py: Python<'_>, e: Error) -> PyErr {
+    let class = match &e {
+        Error::NotCreated { .. } | Error::NotSqlite { .. } | Error::NotAStore { .. } => "NotAStoreError",
+        Error::IncompatibleVersion { .. } | Error::NeedsUpgrade { .. } | Error::MigrationMismatch { .. } => {
+            "IncompatibleVersionError"
+        }
+        Error::Busy => "BusyError",
+        Error::DecisionNotFound(_) | Error::PlanNotFound(_) => "NotFoundError",
+        e if e.is_input_error() => "ValidationError",
+        _ => "DecisionStoreError",
+    };
+    error(py, class, e.to_string())
+}
+
+fn error(py: Python<'_>, class: &str, message: String) -> PyErr {
+    let made =
+        py.import("decision_store.errors").and_then(|m| m.getattr(class)).and_then(|c| c.call1((message.clone(),)));
+    match made {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(e) => e,
+    }
+}
+
+fn invalid(py: Python<'_>, field: &str, reason: impl std::fmt::Display) -> PyErr {
+    error(py, "ValidationError", format!("{field}: {reason}"))
+}
+
+/// A JSON-shaped Python object as JSON, naming the path of a bad value.
+fn to_json(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
+    let py = obj.py();
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if obj.is_instance_of::<PyBool>() {
+        return Ok(Value::Bool(obj.extract()?));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        if let Ok(i) = obj.extract::<i64>() {
+            return Ok(Value::from(i));
+        }
+        if let Ok(u) = obj.extract::<u64>() {
+            return Ok(Value::from(u));
+        }
+        return Err(invalid(py, path, "integer out of the 64-bit range"));
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        let f: f64 = obj.extract()?;
+        return Number::from_f64(f)
+            .map(Value::Number)
+            .ok_or_else(|| invalid(py, path, format!("{f} is not a finite number")));
+    }
+    if obj.is_instance_of::<PyString>() {
+        return Ok(Value::String(obj.extract()?));
+    }
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        let mut map = Map::new();
+        for (k, v) in dict.iter() {
+            let key: String = k.extract().map_err(|_| {
+                invalid(
+                    py,
+                    path,
+                    format!("key {} is not a string", k.repr().map_or_else(|_| "?".into(), |r| r.to_string())),
+                )
+            })?;
+            let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            map.insert(key, to_json(&v, &child)?);
+        }
+        return Ok(Value::Object(map));
+    }
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        let mut out = Vec::new();
+        for (i, item) in obj.try_iter()?.enumerate() {
+            out.push(to_json(&item?, &format!("{path}[{i}]"))?);
+        }
+        return Ok(Value::Array(out));
+    }
+    if let Ok(d) = obj.cast::<PyDecision>() {
+        return Ok(d.get().inner.to_json_value());
+    }
+    let name = obj.get_type().name().map_or_else(|_| "?".to_owned(), |n| n.to_string());
+    Err(invalid(
+        py,
+        if path.is_empty() { "value" } else { path },
+        format!("a {name} is not JSON (dict, list, str, int, float, bool or None)"),
+    ))
+}
+
+/// JSON as Python objects.
+fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else {
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
+            }
+        }
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (k, item) in map {
+                dict.set_item(k, to_py(py, item)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+fn decision_of(obj: &Bound<'_, PyAny>) -> PyResult<Decision> {
+    if let Ok(d) = obj.cast::<PyDecision>() {
+        return Ok(d.get().inner.clone());
+    }
+    let value = to_json(obj, "")?;
+    Decision::from_json_value(value).map_err(|e| raise(obj.py(), e))
+}
+
+fn decision_id(py: Python<'_>, s: &str) -> PyResult<DecisionId> {
+    DecisionId::parse(s).map_err(|e| raise(py, e))
+}
+
+fn plan_id(py: Python<'_>, s: &str) -> PyResult<PlanId> {
+    PlanId::parse(s).map_err(|e| raise(py, e))
+}
+
+/// A new plan id (a ULID, monotonic within the process).
+#[pyfunction]
+fn new_plan_id() -> String {
+    PlanId::generate().to_string()
+}
+
+/// A new decision id (a ULID, monotonic within the process).
+#[pyfunction]
+fn new_decision_id() -> String {
+    DecisionId::generate().to_string()
+}
+
+/// One decision: immutable and always valid, in the interchange format's shape.
+#[pyclass(name = "Decision", module = "decision_store", frozen, eq)]
+struct PyDecision {
+    inner: Decision,
+}
+
+impl PartialEq for PyDecision {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner == other.inner
+    }
+}
+
+fn wrap(d: Decision) -> PyDecision {
+    PyDecision { inner: d }
+}
+
+#[pymethods]
+impl PyDecision {
+    /// A decision from a dict in the interchange format; ValidationError names a bad field.
+    #[staticmethod]
+    fn model_validate(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        decision_of(obj).map(wrap)
+    }
+
+    /// A decision from one JSON document (a line of decisions.jsonl).
+    #[staticmethod]
+    fn model_validate_json(py: Python<'_>, text: &str) -> PyResult<Self> {
+        Decision::from_json(text).map(wrap).map_err(|e| raise(py, e))
+    }
+
+    /// A new decision with a fresh ULID: the other fields as keywords, with
+    /// the interchange names (`parent_decision_id`, `chosen_option`, ...).
+    #[staticmethod]
+    #[pyo3(signature = (plan_id, decision_type, sequence, **fields))]
+    fn create(
+        py: Python<'_>,
+        plan_id: &str,
+        decision_type: &str,
+        sequence: &Bound<'_, PyAny>,
+        fields: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let mut map = match fields {
+            Some(f) => match to_json(f.as_any(), "")? {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+            None => Map::new(),
+        };
+        if map.contains_key("decision_id") {
+            return Err(invalid(py, "decision_id", "is generated by create(); use model_validate to give one"));
+        }
+        map.insert("decision_id".into(), Value::String(DecisionId::generate().to_string()));
+        map.insert("plan_id".into(), Value::String(plan_id.to_owned()));
+        map.insert("decision_type".into(), Value::String(decision_type.to_owned()));
+        map.insert("sequence".into(), to_json(sequence, "sequence")?);
+        Decision::from_json_value(Value::Object(map)).map(wrap).map_err(|e| raise(py, e))
+    }
+
+    /// Every field, as a dict in the interchange format.
+    fn model_dump<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.to_json_value())
+    }
+
+    /// One JSON document, as a line of decisions.jsonl.
+    fn model_dump_json(&self) -> String {
+        self.inner.to_json()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Decision({} {} #{} in plan {})",
+            self.inner.decision_id(),
+            self.inner.decision_type(),
+            self.inner.sequence(),
+            self.inner.plan_id()
+        )
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.inner.decision_id().to_string().hash(&mut h);
+        h.finish()
+    }
+
+    #[getter]
+    fn decision_id(&self) -> String {
+        self.inner.decision_id().to_string()
+    }
+    #[getter]
+    fn plan_id(&self) -> String {
+        self.inner.plan_id().to_string()
+    }
+    #[getter]
+    fn parent_decision_id(&self) -> Option<String> {
+        self.inner.parent_decision_id().map(|p| p.to_string())
+    }
+    #[getter]
+    fn sequence(&self) -> u32 {
+        self.inner.sequence()
+    }
+    #[getter]
+    fn decision_type(&self) -> &'static str {
+        self.inner.decision_type().as_str()
+    }
+    #[getter]
+    fn phase(&self) -> String {
+        self.inner.decision_type().phase().to_string()
+    }
+    #[getter]
+    fn chosen_option(&self) -> &str {
+        self.inner.chosen_option()
+    }
+    #[getter]
+    fn rationale(&self) -> &str {
+        self.inner.rationale()
+    }
+    #[getter]
+    fn confidence_score(&self) -> Option<f64> {
+        self.inner.confidence_score()
+    }
+    #[getter]
+    fn is_correction(&self) -> bool {
+        self.inner.is_correction()
+    }
+    #[getter]
+    fn corrects_decision_id(&self) -> Option<String> {
+        self.inner.corrects_decision_id().map(|p| p.to_string())
+    }
+    #[getter]
+    fn superseded_by(&self) -> Option<String> {
+        self.inner.superseded_by().map(|p| p.to_string())
+    }
+    #[getter]
+    fn downstream_decision_ids(&self) -> Vec<String> {
+        self.inner.downstream_decision_ids().iter().map(|d| d.to_string()).collect()
+    }
+    #[getter]
+    fn downstream_plan_ids(&self) -> Vec<String> {
+        self.inner.downstream_plan_ids().iter().map(|d| d.to_string()).collect()
+    }
+    #[getter]
+    fn alternatives<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.field(py, "alternatives")
+    }
+    #[getter]
+    fn context_snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.field(py, "context_snapshot")
+    }
+    #[getter]
+    fn artifacts_produced<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.field(py, "artifacts_produced")
+    }
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.field(py, "metadata")
+    }
+}
+
+impl PyDecision {
+    fn field<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.to_json_value()[name])
+    }
+}
+
+/// A plan's decisions as a tree, with its correction chains, supersessions and effective set.
+#[pyclass(name = "DecisionTree", module = "decision_store", frozen)]
+struct PyDecisionTree {
+    inner: DecisionTree,
+}
+
+fn decisions<'a>(ds: impl IntoIterator<Item = &'a Decision>) -> Vec<PyDecision> {
+    ds.into_iter().cloned().map(wrap).collect()
+}
+
+#[pymethods]
+impl PyDecisionTree {
+    /// Every decision, in sequence order.
+    fn decisions(&self) -> Vec<PyDecision> {
+        decisions(self.inner.decisions())
+    }
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+    fn roots(&self) -> Vec<PyDecision> {
+        decisions(self.inner.roots())
+    }
+    fn children(&self, py: Python<'_>, decision_id: &str) -> PyResult<Vec<PyDecision>> {
+        Ok(decisions(self.inner.children(self::decision_id(py, decision_id)?)))
+    }
+    fn parent(&self, py: Python<'_>, decision_id: &str) -> PyResult<Option<PyDecision>> {
+        Ok(self.inner.parent(self::decision_id(py, decision_id)?).cloned().map(wrap))
+    }
+    /// Levels below its root (a root is 0); None for an id not in the plan.
+    fn depth(&self, py: Python<'_>, decision_id: &str) -> PyResult<Option<usize>> {
+        Ok(self.inner.depth(self::decision_id(py, decision_id)?))
+    }
+    fn max_depth(&self) -> usize {
+        self.inner.max_depth()
+    }
+    /// The decision and every correction of it, original first.
+    fn correction_chain(&self, py: Python<'_>, decision_id: &str) -> PyResult<Vec<PyDecision>> {
+        Ok(decisions(self.inner.correction_chain(self::decision_id(py, decision_id)?)))
+    }
+    /// The decisions that stand (not corrected, not superseded), in sequence order.
+    fn effective(&self) -> Vec<PyDecision> {
+        decisions(self.inner.effective())
+    }
+    fn is_effective(&self, py: Python<'_>, decision_id: &str) -> PyResult<bool> {
+        Ok(self.inner.is_effective(self::decision_id(py, decision_id)?))
+    }
+    /// What stands for the decision now (following corrections and supersession).
+    fn standing(&self, py: Python<'_>, decision_id: &str) -> PyResult<Option<PyDecision>> {
+        Ok(self.inner.standing(self::decision_id(py, decision_id)?).cloned().map(wrap))
+    }
+}
+
+/// A decision store file. Usable as a context manager; safe to share between threads.
+#[pyclass(name = "Store", module = "decision_store")]
+struct PyStore {
+    inner: Mutex<Option<Store>>,
+    path: String,
+}
+
+impl PyStore {
+    /// Runs `f` on the store with the GIL released.
+    fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Store) -> Result<T, Error> + Send) -> PyResult<T> {
+        let result = py.detach(|| {
+            let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            match guard.as_mut() {
+                Some(store) => Ok(f(store)),
+                None => Err(()),
+            }
+        });
+        match result {
+            Ok(r) => r.map_err(|e| raise(py, e)),
+            Err(()) => Err(error(py, "DecisionStoreError", format!("{}: the store is closed", self.path))),
+        }
+    }
+
+    fn opened(py: Python<'_>, path: PathBuf, read_only: bool) -> PyResult<Self> {
+        let shown = path.display().to_string();
+        let store = py
+            .detach(|| if read_only { Store::open_read_only(&path) } else { Store::open(&path) })
+            .map_err(|e| raise(py, e))?;
+        Ok(PyStore { inner: Mutex::new(Some(store)), path: shown })
+    }
+}
+
+fn graph_items<T: serde::de::DeserializeOwned>(items: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<T>> {
+    let py = items.py();
+    let mut out = Vec::new();
+    for (i, item) in items.try_iter()?.enumerate() {
+        let path = format!("{what}[{i}]");
+        let value = to_json(&item?, &path)?;
+        out.push(serde_json::from_value(value).map_err(|e| invalid(py, &path, e))?);
+    }
+    Ok(out)
+}
+
+#[pymethods]
+impl PyStore {
+    /// Opens (creating and migrating) the store at `path`.
+    #[staticmethod]
+    fn open(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        Self::opened(py, path, false)
+    }
+
+    /// Opens an existing store for reading only; it is never created or changed.
+    #[staticmethod]
+    fn open_read_only(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        Self::opened(py, path, true)
+    }
+
+    /// Closes the file; later calls raise DecisionStoreError.
+    fn close(&self) {
+        *self.inner.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, _exc: &Bound<'_, PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Store({:?})", self.path)
+    }
+
+    /// Stores one decision (a Decision or a dict).
+    fn insert(&self, py: Python<'_>, decision: &Bound<'_, PyAny>) -> PyResult<()> {
+        let d = decision_of(decision)?;
+        self.with(py, move |s| s.insert(&d))
+    }
+
+    /// Stores many decisions (Decisions or dicts) in one transaction, each
+    /// after its parent and the decision it corrects; returns how many. All
+    /// or nothing. (`import_jsonl` takes records in any order.)
+    fn insert_many(&self, py: Python<'_>, decisions: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let mut all = Vec::new();
+        for (i, item) in decisions.try_iter()?.enumerate() {
+            let item = item?;
+            all.push(decision_of(&item).map_err(|e| {
+                let message = e.value(py).to_string();
+                error(py, "ValidationError", format!("decisions[{i}]: {message}"))
+            })?);
+        }
+        self.with(py, move |s| s.insert_many(&all))
+    }
+
+    /// Records that `new_id` supersedes `old_id` (the one change a stored decision allows).
+    fn supersede(&self, py: Python<'_>, old_id: &str, new_id: &str) -> PyResult<()> {
+        let (old, new) = (decision_id(py, old_id)?, decision_id(py, new_id)?);
+        self.with(py, move |s| s.supersede(old, new))
+    }
+
+    /// The decision with this id, or None.
+    fn get(&self, py: Python<'_>, decision_id: &str) -> PyResult<Option<PyDecision>> {
+        let id = self::decision_id(py, decision_id)?;
+        Ok(self.with(py, move |s| s.get(id))?.map(wrap))
+    }
+
+    /// A plan's decisions in sequence order.
+    fn plan(&self, py: Python<'_>, plan_id: &str) -> PyResult<Vec<PyDecision>> {
+        let p = self::plan_id(py, plan_id)?;
+        Ok(self.with(py, move |s| s.plan_decisions(p))?.into_iter().map(wrap).collect())
+    }
+
+    /// The ids of every plan, in id order.
+    fn plans(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        Ok(self.with(py, |s| s.plans())?.into_iter().map(|p| p.plan_id.to_string()).collect())
+    }
+
+    fn decision_tree(&self, py: Python<'_>, plan_id: &str) -> PyResult<PyDecisionTree> {
+        let p = self::plan_id(py, plan_id)?;
+        Ok(PyDecisionTree { inner: self.with(py, move |s| s.decision_tree(p))? })
+    }
+
+    /// What stands for the decision now.
+    fn standing_decision(&self, py: Python<'_>, decision_id: &str) -> PyResult<PyDecision> {
+        let id = self::decision_id(py, decision_id)?;
+        Ok(wrap(self.with(py, move |s| s.standing_decision(id))?))
+    }
+
+    /// The decision and every correction of it, original first.
+    fn correction_chain(&self, py: Python<'_>, decision_id: &str) -> PyResult<Vec<PyDecision>> {
+        let id = self::decision_id(py, decision_id)?;
+        Ok(self.with(py, move |s| s.correction_chain(id))?.into_iter().map(wrap).collect())
+    }
+
+    /// Imports decisions.jsonl; returns the import report as a dict.
+    fn import_jsonl<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyAny>> {
+        let report = self.with(py, move |s| {
+            let file = std::io::BufReader::new(std::fs::File::open(&path)?);
+            s.import_decisions(file, ImportOptions::default(), |_| {})
+        })?;
+        to_py(py, &serde_json::to_value(report).unwrap_or_default())
+    }
+
+    /// Writes every decision (or one plan's) as decisions.jsonl; returns how many.
+    #[pyo3(signature = (path, plan_id=None))]
+    fn export_jsonl(&self, py: Python<'_>, path: PathBuf, plan_id: Option<&str>) -> PyResult<u64> {
+        let plan = plan_id.map(|p| self::plan_id(py, p)).transpose()?;
+        self.with(py, move |s| {
+            let file = std::io::BufWriter::new(std::fs::File::create(&path)?);
+            s.export_decisions(plan, file)
+        })
+    }
+
+    /// Every problem `dstore check` would report, as dicts; empty when the store is sound.
+    fn check<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let problems = self.with(py, |s| s.check())?;
+        to_py(py, &serde_json::to_value(problems).unwrap_or_default())
+    }
+
+    /// Adds or replaces graph nodes (dicts in the nodes.jsonl shape).
+    fn upsert_nodes(&self, py: Python<'_>, nodes: &Bound<'_, PyAny>) -> PyResult<()> {
+        let nodes: Vec<UkoNode> = graph_items(nodes, "nodes")?;
+        self.with(py, move |s| s.upsert_nodes(&nodes))
+    }
+
+    /// Adds graph edges (dicts in the edges.jsonl shape), or updates their weight.
+    fn add_edges(&self, py: Python<'_>, edges: &Bound<'_, PyAny>) -> PyResult<()> {
+        let edges: Vec<UkoEdge> = graph_items(edges, "edges")?;
+        self.with(py, move |s| s.upsert_edges(&edges))
+    }
+
+    /// Builds or updates the graph of the Python and Rust files under `path`; returns the report.
+    fn ingest<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyAny>> {
+        let report = self.with(py, move |s| s.ingest(&path, Default::default()))?;
+        to_py(py, &serde_json::to_value(report).unwrap_or_default())
+    }
+
+    /// Context fragments projected from `focus` (depth falls with distance),
+    /// within `budget` tokens when given: dicts with `uko_node`, `content`,
+    /// `tokens`, `detail_depth`, `resource_uri`, ...
+    #[pyo3(signature = (focus, breadth=2, depth=None, budget=None, direction="out"))]
+    fn project<'py>(
+        &self,
+        py: Python<'py>,
+        focus: Vec<String>,
+        breadth: u32,
+        depth: Option<&Bound<'py, PyAny>>,
+        budget: Option<usize>,
+        direction: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let depth = match depth {
+            None => Depth::named("FULL_SOURCE"),
+            Some(d) if d.is_instance_of::<PyInt>() => Depth::level(d.extract()?).map_err(|e| raise(py, e))?,
+            Some(d) => Depth::named(d.extract::<String>()?),
+        };
+        let direction: Direction = direction.parse().map_err(|e| raise(py, e))?;
+        let spec = ProjectionSpec::new(focus, breadth, depth).map_err(|e| raise(py, e))?.with_direction(direction);
+        let set = self.with(py, move |s| {
+            s.read_snapshot(|s| DepthBreadthProjector::new().project_fragments(s, &spec, &Cl100k, budget))
+        })?;
+        to_py(py, &serde_json::to_value(&set.fragments).unwrap_or_default())
+    }
+
+    /// The inherited context of a child of `plan_id` within `budget` tokens, as a dict.
+    #[pyo3(signature = (plan_id, budget=8000))]
+    fn child_context<'py>(&self, py: Python<'py>, plan_id: &str, budget: usize) -> PyResult<Bound<'py, PyAny>> {
+        let p = self::plan_id(py, plan_id)?;
+        let result = self.with(py, move |s| {
+            let service = PlanContextInheritance::new(InheritanceConfig::default());
+            let options = StoredContextOptions { budget, ..StoredContextOptions::default() };
+            s.read_snapshot(|s| child_context_from_store(s, p, &service, &options))
+        })?;
+        to_py(py, &serde_json::to_value(&result).unwrap_or_default())
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyDecision>()?;
+    m.add_class::<PyDecisionTree>()?;
+    m.add_class::<PyStore>()?;
+    m.add_function(wrap_pyfunction!(new_plan_id, m)?)?;
+    m.add_function(wrap_pyfunction!(new_decision_id, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,164 @@
+"""The store from Python: round trips, ports of seed scenarios, threads."""
+
+import threading
+
+import pytest
+
+import decision_store as ds
+from test_decision import full
+
+
+@pytest.fixture
+def path(tmp_path):
+    return tmp_path / "agent.db"
+
+
+def test_every_field_round_trips_through_the_store(path):
+    plan = ds.new_plan_id()
+    root = ds.Decision.create(plan, "prompt_definition", 0, chosen_option="root")
+    d = ds.Decision.model_validate(full(plan, parent=root.decision_id))
+    with ds.Store.open(path) as store:
+        store.insert_many([root, d.model_dump()])
+    with ds.Store.open_read_only(path) as store:
+        assert store.get(d.decision_id) == d
+        assert store.plan(plan) == [root, d]
+        assert store.get(ds.new_decision_id()) is None
+        assert store.check() == []
+
+
+def test_correction_chain(path):
+    # Seed: "Correction chain is reconstructed in order".
+    plan = ds.new_plan_id()
+    root = ds.Decision.create(plan, "prompt_definition", 0)
+    a = ds.Decision.create(plan, "strategy_choice", 1, parent_decision_id=root.decision_id, chosen_option="per user")
+    b = ds.Decision.create(
+        plan, "strategy_choice", 2, parent_decision_id=root.decision_id, is_correction=True,
+        corrects_decision_id=a.decision_id, chosen_option="per key",
+    )
+    c = ds.Decision.create(
+        plan, "strategy_choice", 3, parent_decision_id=root.decision_id, is_correction=True,
+        corrects_decision_id=b.decision_id, chosen_option="per key, burst 2x",
+    )
+    with ds.Store.open(path) as store:
+        store.insert_many([root, a, b, c])
+        assert [x.chosen_option for x in store.correction_chain(a.decision_id)] == ["per user", "per key", "per key, burst 2x"]
+        assert store.standing_decision(a.decision_id) == c
+        tree = store.decision_tree(plan)
+        assert [x.decision_id for x in tree.effective()] == [root.decision_id, c.decision_id]
+        assert not tree.is_effective(a.decision_id)
+
+
+def test_supersession(path):
+    plan = ds.new_plan_id()
+    root = ds.Decision.create(plan, "prompt_definition", 0)
+    old = ds.Decision.create(plan, "tool_invocation", 1, parent_decision_id=root.decision_id)
+    new = ds.Decision.create(plan, "tool_invocation", 2, parent_decision_id=root.decision_id)
+    with ds.Store.open(path) as store:
+        store.insert_many([root, old, new])
+        store.supersede(old.decision_id, new.decision_id)
+        assert store.get(old.decision_id).superseded_by == new.decision_id
+        assert store.standing_decision(old.decision_id) == new
+        with pytest.raises(ds.ValidationError, match="already superseded"):
+            store.supersede(old.decision_id, root.decision_id)
+
+
+def test_tree_reconstruction(path):
+    # Seed: "Decision tree is reconstructed from stored rows".
+    plan = ds.new_plan_id()
+    root = ds.Decision.create(plan, "prompt_definition", 0)
+    s = ds.Decision.create(plan, "strategy_choice", 1, parent_decision_id=root.decision_id)
+    i1 = ds.Decision.create(plan, "implementation_choice", 2, parent_decision_id=s.decision_id)
+    i2 = ds.Decision.create(plan, "implementation_choice", 3, parent_decision_id=s.decision_id)
+    t = ds.Decision.create(plan, "tool_invocation", 4, parent_decision_id=i2.decision_id)
+    with ds.Store.open(path) as store:
+        store.insert_many([root, s, i1, i2, t])
+        tree = store.decision_tree(plan)
+    assert len(tree) == 5
+    assert tree.roots() == [root]
+    assert tree.children(s.decision_id) == [i1, i2]
+    assert tree.depth(t.decision_id) == 3 and tree.max_depth() == 3
+    assert tree.parent(t.decision_id) == i2
+
+
+def test_projection_gradient_and_child_context(path):
+    # Seed: "Depth decreases with distance from the focus".
+    chain = ["class://A", "class://B", "class://C"]
+    nodes = [
+        {"uri": u, "domain": "uko-code:", "kind": "class", "label": u,
+         "views": [{"depth": 0, "content": u}, {"depth": 4, "content": f"class {u}(Base)"}, {"depth": 9, "content": f"class {u}: ..."}]}
+        for u in chain
+    ]
+    with ds.Store.open(path) as store:
+        store.upsert_nodes(nodes)
+        store.add_edges([{"source": a, "target": b, "relation": "contains", "weight": None} for a, b in zip(chain, chain[1:])])
+        fragments = store.project(["class://A"], breadth=2, depth=9)
+        assert [(f["uko_node"], f["detail_depth"]) for f in fragments] == [("class://A", 9), ("class://B", 4), ("class://C", 0)]
+        assert {f["resource_uri"] for f in fragments} == set(chain)
+        assert all(f["tokens"] > 0 for f in fragments)
+        small = store.project(["class://A"], breadth=2, depth="FULL_SOURCE", budget=6)
+        assert sum(f["tokens"] for f in small) <= 6
+        with pytest.raises(ds.ValidationError, match="class://Ghost"):
+            store.project(["class://Ghost"])
+        plan = ds.new_plan_id()
+        snap = {"hash": "", "resources": [{"resource_id": "class://A", "resource_type": None, "version": None}], "actor_state_ref": None}
+        store.insert(ds.Decision.create(plan, "prompt_definition", 0, context_snapshot=snap))
+        ctx = store.child_context(plan, budget=1000)
+        assert ctx["skeleton_fragments"] and ctx["request"]["budget"] == 1000
+
+
+def test_errors_map_to_the_exception_hierarchy(tmp_path):
+    with pytest.raises(ds.NotAStoreError):
+        ds.Store.open_read_only(tmp_path / "missing.db")
+    foreign = tmp_path / "foreign.db"
+    foreign.write_bytes(b"not sqlite at all" * 100)
+    with pytest.raises(ds.NotAStoreError):
+        ds.Store.open(foreign)
+    store = ds.Store.open(tmp_path / "s.db")
+    with pytest.raises(ds.NotFoundError):
+        store.decision_tree(ds.new_plan_id())
+    with pytest.raises(ds.ValidationError, match="parent"):
+        plan = ds.new_plan_id()
+        store.insert(ds.Decision.create(plan, "tool_invocation", 1, parent_decision_id=ds.new_decision_id()))
+    with pytest.raises(ds.ValidationError, match=r"decisions\[1\]"):
+        store.insert_many([ds.Decision.create(ds.new_plan_id(), "prompt_definition", 0).model_dump(), {"bad": 1}])
+    store.close()
+    with pytest.raises(ds.DecisionStoreError, match="closed"):
+        store.plans()
+
+
+def test_import_and_export_jsonl(tmp_path):
+    plan = ds.new_plan_id()
+    root = ds.Decision.create(plan, "prompt_definition", 0)
+    with ds.Store.open(tmp_path / "a.db") as a:
+        a.insert(root)
+        assert a.export_jsonl(tmp_path / "out.jsonl") == 1
+    with ds.Store.open(tmp_path / "b.db") as b:
+        report = b.import_jsonl(tmp_path / "out.jsonl")
+        assert report["imported"] == 1
+        assert b.export_jsonl(tmp_path / "again.jsonl") == 1
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "again.jsonl").read_bytes()
+
+
+def test_two_threads_write_at_once(path):
+    store = ds.Store.open(path)
+    plans = [ds.new_plan_id(), ds.new_plan_id()]
+    errors = []
+
+    def write(plan):
+        try:
+            root = ds.Decision.create(plan, "prompt_definition", 0)
+            store.insert(root)
+            for i in range(1, 200):
+                store.insert(ds.Decision.create(plan, "tool_invocation", i, parent_decision_id=root.decision_id))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=write, args=(p,)) for p in plans]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert [len(store.plan(p)) for p in plans] == [200, 200]
+    assert store.check() == []
+    store.close()
