@@ -343,3 +343,83 @@ fn ingest_then_project_gives_a_files_neighbourhood_with_signatures_and_sources()
     assert_eq!(greet["resource_uri"], "project://pkg/models.py");
     assert!(doc["total_tokens"].as_u64().unwrap() <= 8000);
 }
+
+#[test]
+fn the_review_cases_of_resolution_ownership_and_odd_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("proj");
+    // A package's own relative import; a common method on an unknown receiver;
+    // the same module path from two files.
+    write(&tree, "pkg/__init__.py", "from .models import User\n");
+    write(
+        &tree,
+        "pkg/models.py",
+        "class User:\n    def append(self, x):\n        return x\n\n    def add_all(self, xs):\n        for x in xs:\n            self.append(x)\n\n\ndef collect(items):\n    items.append(1)\n    return items\n",
+    );
+    write(&tree, "x.py", "def from_top():\n    pass\n");
+    write(&tree, "src/x.py", "def from_src():\n    pass\n");
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        std::fs::write(tree.join(std::ffi::OsStr::from_bytes(b"caf\xe9.py")), "def odd():\n    pass\n").unwrap();
+    }
+    // Twenty thousand nested modules: no stack overflow, the rest of the nest left out.
+    write(&tree, "deep/src/lib.rs", &format!("{}fn bottom() {{}}{}", "mod a {".repeat(20_000), "}".repeat(20_000)));
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    // A node of another domain that names a code file as its resource, with an edge to code.
+    let mut concept = decision_store::uko::UkoNode::new("concept://users", "uko-docs:", "concept", "users");
+    concept.resource_uri = Some("project://pkg/models.py".into());
+    store.upsert_nodes(&[concept]).unwrap();
+    let report = store.ingest(&tree, IngestOptions::default()).unwrap();
+    #[cfg(unix)]
+    assert!(report.skipped.iter().any(|s| s.reason.contains("not UTF-8")), "{report:?}");
+    store
+        .upsert_edges(&[decision_store::uko::UkoEdge::new("class://pkg.models.User", "concept://users", "references")])
+        .unwrap();
+
+    assert_eq!(edges(&store, "module://pkg", "imports"), set(&["class://pkg.models.User"]));
+    assert_eq!(
+        edges(&store, "function://pkg.models.User.add_all", "calls"),
+        set(&["function://pkg.models.User.append"])
+    );
+    assert!(edges(&store, "function://pkg.models.collect", "calls").is_empty(), "items.append is not ours");
+    let g = store.load_graph().unwrap();
+    let deepest = g.nodes().filter(|n| n.uri.starts_with("module://deep.a")).map(|n| n.uri.matches(".a").count()).max();
+    assert_eq!(deepest, Some(32));
+    // Both x.py and src/x.py are module x: the last walked holds it; when it goes, the other takes it back.
+    let owner = |store: &Store| store.load_graph().unwrap().node("module://x").and_then(|n| n.resource_uri.clone());
+    assert_eq!(owner(&store).as_deref(), Some("project://x.py"));
+    std::fs::remove_file(tree.join("x.py")).unwrap();
+    // An edit elsewhere at the same time: the other domain's node and its edge stay.
+    write(
+        &tree,
+        "pkg/models.py",
+        &std::fs::read_to_string(tree.join("pkg/models.py")).unwrap().replace("return x", "return [x]"),
+    );
+    store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(owner(&store).as_deref(), Some("project://src/x.py"));
+    assert!(store.load_graph().unwrap().node("function://x.from_src").is_some());
+    assert!(store.load_graph().unwrap().node("function://x.from_top").is_none());
+    assert!(store.load_graph().unwrap().node("concept://users").is_some());
+    assert_eq!(edges(&store, "class://pkg.models.User", "references"), set(&["concept://users"]));
+}
+
+#[test]
+fn a_rust_doc_comment_is_part_of_its_items_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("c");
+    let src = "/// A square.\n#[derive(Debug)]\npub struct Square(pub f64);\n\n/// Adds.\npub fn add(a: i32) -> i32 {\n    a\n}\n";
+    write(&tree, "src/lib.rs", src);
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    store.ingest(&tree, IngestOptions::default()).unwrap();
+    let before = store.load_graph().unwrap();
+    write(&tree, "src/lib.rs", &src.replace("/// A square.", "/// A big square."));
+    let r = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(r.nodes_changed, 3, "the struct, its file and its module: {r:?}");
+    let after = store.load_graph().unwrap();
+    let square = |g: &decision_store::uko::UkoGraph| g.node("class://c.Square").unwrap().clone();
+    assert_ne!(square(&before).version, square(&after).version);
+    assert_eq!(square(&after).view_at(4).unwrap().content, "pub struct Square(pub f64);\n    A big square.");
+    assert!(square(&after).view_at(9).unwrap().content.starts_with("/// A big square.\n#[derive(Debug)]"));
+    assert_eq!(before.node("function://c.add").unwrap().version, after.node("function://c.add").unwrap().version);
+}

@@ -80,12 +80,24 @@ pub fn file_uri(relative: &Path) -> String {
     format!("project://{}", parts.join("/"))
 }
 
-/// Parses one file (`relative` to the walked `root`, whose name names a
-/// crate or package at the top) into its nodes and references.
-pub fn parse_file(root_name: &str, relative: &Path, language: Language, source: &str) -> FileGraph {
+/// Where a walk starts: its directory's name, and whether that directory
+/// is itself a Python package (holds an `__init__.py`), whose modules are
+/// then `name.module`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Root {
+    pub name: String,
+    pub python_package: bool,
+}
+
+/// Parses one file (`relative` to the walked `root`) into its nodes and references.
+pub fn parse_file(root: &Root, relative: &Path, language: Language, source: &str) -> FileGraph {
+    let root_name = root.name.as_str();
     let file = file_uri(relative);
-    let module = module_path(root_name, relative, language);
-    let mut out = Builder { file: file.clone(), graph: FileGraph::default() };
+    let mut module = module_path(root_name, relative, language);
+    if language == Language::Python && root.python_package && module != root_name {
+        module = format!("{root_name}.{module}");
+    }
+    let mut out = Builder { file: file.clone(), graph: FileGraph::default(), index: Default::default() };
     let mut parser = tree_sitter::Parser::new();
     let grammar: tree_sitter::Language = match language {
         Language::Python => tree_sitter_python::LANGUAGE.into(),
@@ -97,9 +109,13 @@ pub fn parse_file(root_name: &str, relative: &Path, language: Language, source: 
     out.graph.has_errors = tree.root_node().has_error();
     let name = relative.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let symbols = match language {
-        Language::Python => python::extract(&mut out, &module, source, tree.root_node()),
+        Language::Python => {
+            let package = relative.file_name().is_some_and(|n| n == "__init__.py");
+            python::extract(&mut out, &module, package, source, tree.root_node())
+        }
         Language::Rust => {
-            rust::extract(&mut out, &module, &crate_prefix(relative), root_name, source, tree.root_node())
+            let crate_root = is_crate_root(relative);
+            rust::extract(&mut out, &module, &crate_prefix(relative), root_name, crate_root, source, tree.root_node())
         }
     };
     let graph_line = format!("[MODULE_GRAPH]: symbols={}", symbols.join(","));
@@ -147,10 +163,23 @@ fn crate_prefix(relative: &Path) -> String {
     }
 }
 
+/// True for a Rust crate's root file: `src/lib.rs` or `src/main.rs` (at any depth).
+fn is_crate_root(relative: &Path) -> bool {
+    let parts: Vec<&std::ffi::OsStr> = relative.components().map(|c| c.as_os_str()).collect();
+    matches!(parts.as_slice(), [.., src, file] if *src == "src" && (*file == "lib.rs" || *file == "main.rs"))
+}
+
+/// How deep definitions nest before the rest of a nest is left out: a file
+/// of 20,000 nested modules must not overflow the stack, nor store each
+/// level's whole text.
+pub(crate) const MAX_NESTING: usize = 32;
+
 /// Collects one file's nodes and references.
 pub(crate) struct Builder {
     file: String,
     graph: FileGraph,
+    /// Position of each URI in `graph.nodes`.
+    index: std::collections::HashMap<String, usize>,
 }
 
 impl Builder {
@@ -160,12 +189,17 @@ impl Builder {
         node.resource_uri = Some(self.file.clone());
         node.views = views.into_iter().map(|(depth, content)| NodeView { depth, content }).collect();
         // A name defined twice in one scope: the later definition wins, as at run time.
-        self.graph.nodes.retain(|n| n.uri != uri);
-        self.graph.nodes.push(node);
+        match self.index.get(uri) {
+            Some(&at) => self.graph.nodes[at] = node,
+            None => {
+                self.index.insert(uri.to_owned(), self.graph.nodes.len());
+                self.graph.nodes.push(node);
+            }
+        }
     }
 
     fn has_node(&self, uri: &str) -> bool {
-        self.graph.nodes.iter().any(|n| n.uri == uri)
+        self.index.contains_key(uri)
     }
 
     fn reference(&mut self, from: &str, relation: &'static str, name: impl Into<String>) {

@@ -4,17 +4,18 @@
 
 use tree_sitter::Node;
 
-use super::{content_version, definition_views, first_line, header, text, Builder};
+use super::{content_version, definition_views, first_line, header, text, Builder, MAX_NESTING};
 
-/// Adds the definitions of a module; returns its top-level symbol names.
-pub(super) fn extract(out: &mut Builder, module: &str, source: &str, root: Node<'_>) -> Vec<String> {
+/// Adds the definitions of a module (a package's `__init__` when
+/// `package`); returns its top-level symbol names.
+pub(super) fn extract(out: &mut Builder, module: &str, package: bool, source: &str, root: Node<'_>) -> Vec<String> {
     let module_uri = format!("module://{module}");
     let mut symbols = Vec::new();
     let mut cursor = root.walk();
     for item in root.named_children(&mut cursor) {
         match definition(item) {
             Some(def) if def.kind() == "class_definition" => {
-                if let Some(name) = class(out, module, "", &module_uri, def, item, source) {
+                if let Some(name) = class(out, module, "", &module_uri, def, item, source, 0) {
                     symbols.push(name);
                 }
             }
@@ -25,7 +26,7 @@ pub(super) fn extract(out: &mut Builder, module: &str, source: &str, root: Node<
             }
             None => match item.kind() {
                 "import_statement" => imports(out, &module_uri, item, source),
-                "import_from_statement" => from_imports(out, module, &module_uri, item, source),
+                "import_from_statement" => from_imports(out, module, package, &module_uri, item, source),
                 _ => calls(out, &module_uri, item, source),
             },
         }
@@ -51,7 +52,9 @@ fn docstring(body: Option<Node<'_>>, source: &str) -> Option<String> {
     first_line(text(string, source))
 }
 
-/// A class and its methods; `whole` is the item with its decorators.
+/// A class and its methods; `whole` is the item with its decorators;
+/// classes nested deeper than [`MAX_NESTING`] are left out.
+#[allow(clippy::too_many_arguments)]
 fn class(
     out: &mut Builder,
     module: &str,
@@ -60,7 +63,11 @@ fn class(
     def: Node<'_>,
     whole: Node<'_>,
     source: &str,
+    nesting: usize,
 ) -> Option<String> {
+    if nesting >= MAX_NESTING {
+        return None;
+    }
     let name = text(def.child_by_field_name("name")?, source).to_owned();
     let qual = format!("{prefix}{name}");
     let uri = format!("class://{module}.{qual}");
@@ -80,7 +87,7 @@ fn class(
         for item in body.named_children(&mut cursor) {
             match definition(item) {
                 Some(d) if d.kind() == "class_definition" => {
-                    class(out, module, &format!("{qual}."), &uri, d, item, source);
+                    class(out, module, &format!("{qual}."), &uri, d, item, source, nesting + 1);
                 }
                 Some(d) => {
                     if let Some(m) = function(out, module, &format!("{qual}."), &uri, d, item, source) {
@@ -136,18 +143,20 @@ fn imports(out: &mut Builder, from: &str, item: Node<'_>, source: &str) {
 
 /// `from a.b import c, d` (and relative `from ..x import y`): each name as
 /// `a.b.c`, which resolves to a module, class or function, else to `a.b`.
-fn from_imports(out: &mut Builder, module: &str, from: &str, item: Node<'_>, source: &str) {
+fn from_imports(out: &mut Builder, module: &str, package: bool, from: &str, item: Node<'_>, source: &str) {
     let Some(target) = item.child_by_field_name("module_name") else { return };
     let written = text(target, source);
     let base = if target.kind() == "relative_import" {
         let dots = written.chars().take_while(|&c| c == '.').count();
         let rest = &written[dots..];
-        // `module` is the importing module; one dot is its package.
-        let mut package: Vec<&str> = module.split('.').collect();
-        for _ in 0..dots {
-            package.pop();
+        // One dot is the importing module's package: the module itself for
+        // an `__init__`, its parent otherwise.
+        let mut parts: Vec<&str> = module.split('.').collect();
+        let up = if package { dots.saturating_sub(1) } else { dots };
+        if up > parts.len() {
+            return; // above the tree: not ours to resolve
         }
-        let mut parts: Vec<&str> = package;
+        parts.truncate(parts.len() - up);
         if !rest.is_empty() {
             parts.push(rest);
         }
@@ -206,13 +215,21 @@ fn calls(out: &mut Builder, from: &str, node: Node<'_>, source: &str) {
     while let Some(n) = stack.pop() {
         if n.kind() == "call" {
             if let Some(f) = n.child_by_field_name("function") {
-                let name = match f.kind() {
-                    "identifier" => Some(text(f, source)),
-                    "attribute" => f.child_by_field_name("attribute").map(|a| text(a, source)),
-                    _ => None,
-                };
-                if let Some(name) = name {
-                    out.reference(from, "calls", name);
+                match f.kind() {
+                    "identifier" => out.reference(from, "calls", text(f, source)),
+                    "attribute" => {
+                        let receiver = f.child_by_field_name("object").map(|o| text(o, source));
+                        if let Some(a) = f.child_by_field_name("attribute") {
+                            // `self.f()` is this class's; `x.f()` is marked, and resolved more warily.
+                            let own = matches!(receiver, Some("self" | "cls"));
+                            out.reference(
+                                from,
+                                "calls",
+                                if own { text(a, source).to_owned() } else { format!(".{}", text(a, source)) },
+                            );
+                        }
+                    }
+                    _ => {}
                 }
             }
         }

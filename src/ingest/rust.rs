@@ -4,7 +4,7 @@
 
 use tree_sitter::Node;
 
-use super::{content_version, definition_views, first_line, header, text, Builder};
+use super::{content_version, definition_views, first_line, header, text, Builder, MAX_NESTING};
 
 /// Adds the definitions of a module; returns its top-level symbol names.
 pub(super) fn extract(
@@ -12,6 +12,7 @@ pub(super) fn extract(
     module: &str,
     crate_prefix: &str,
     root_name: &str,
+    crate_root: bool,
     source: &str,
     root: Node<'_>,
 ) -> Vec<String> {
@@ -19,6 +20,8 @@ pub(super) fn extract(
         module: module.to_owned(),
         crate_prefix: crate_prefix.to_owned(),
         root_name: root_name.to_owned(),
+        crate_root,
+        nesting: 0,
         source,
     };
     m.items(out, root)
@@ -31,6 +34,10 @@ struct Module<'s> {
     crate_prefix: String,
     /// The walked root's name: the module of a crate root at the top (`src/lib.rs`).
     root_name: String,
+    /// The file is a crate's root (`src/lib.rs`, `src/main.rs`).
+    crate_root: bool,
+    /// Inline modules entered so far.
+    nesting: usize,
     source: &'s str,
 }
 
@@ -39,6 +46,22 @@ fn last_name(written: &str) -> &str {
     let plain = written.split('<').next().unwrap_or(written).trim();
     let plain = plain.trim_start_matches('&').trim_start_matches("mut ").trim_start_matches("dyn ").trim();
     plain.rsplit("::").next().unwrap_or(plain).trim()
+}
+
+/// Where an item's text starts: at the first `///` comment or attribute
+/// right above it, so that editing either changes the item's version.
+fn item_start(item: Node<'_>, source: &str) -> usize {
+    let mut start = item.start_byte();
+    let mut cur = item.prev_named_sibling();
+    while let Some(n) = cur {
+        let doc = n.kind() == "line_comment" && text(n, source).starts_with("///");
+        if !(doc || n.kind() == "attribute_item") {
+            break;
+        }
+        start = n.start_byte();
+        cur = n.prev_named_sibling();
+    }
+    start
 }
 
 /// The first line of the `///` comments above an item (attributes between are passed over).
@@ -72,8 +95,8 @@ impl Module<'_> {
 
     fn items(&mut self, out: &mut Builder, list: Node<'_>) -> Vec<String> {
         let module_uri = format!("module://{}", self.module);
-        // `mod x;` in the top crate's root is module `x`; anywhere else it is `this.x`.
-        let at_crate_root = self.crate_prefix.is_empty() && self.module == self.root_name;
+        // `mod x;` in a crate root is module `x` (under the crate's prefix); anywhere else `this.x`.
+        let at_crate_root = self.crate_root && self.nesting == 0;
         let mut symbols = Vec::new();
         let mut impls = Vec::new();
         let mut cursor = list.walk();
@@ -96,10 +119,12 @@ impl Module<'_> {
                     let child_uri = format!("module://{child}");
                     out.contains(&module_uri, &child_uri);
                     symbols.push(name.to_owned());
-                    if let Some(body) = item.child_by_field_name("body") {
+                    if let Some(body) = item.child_by_field_name("body").filter(|_| self.nesting < MAX_NESTING) {
                         // An inline module: its items are nodes of this file.
                         let outer = std::mem::replace(&mut self.module, child.clone());
+                        self.nesting += 1;
                         let inner = self.items(out, body);
+                        self.nesting -= 1;
                         self.module = outer;
                         let whole = text(item, self.source);
                         let line = format!("[MODULE_GRAPH]: symbols={}", inner.join(","));
@@ -115,7 +140,7 @@ impl Module<'_> {
                 "use_declaration" => {
                     if let Some(arg) = item.child_by_field_name("argument") {
                         let mut paths = Vec::new();
-                        flatten_use("", text(arg, self.source), &mut paths);
+                        flatten_use("", text(arg, self.source), 0, &mut paths);
                         for p in paths {
                             let dotted = self.resolve_path(&p);
                             out.reference(&module_uri, "imports", dotted);
@@ -136,12 +161,25 @@ impl Module<'_> {
     fn resolve_path(&self, path: &str) -> String {
         let mut segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
         let mut base: Vec<String> = Vec::new();
-        match segments.first().copied() {
-            Some("crate") => {
+        let at_crate_root = self.crate_root && self.nesting == 0;
+        let first = segments.first().copied();
+        match first {
+            // In a crate root, `self::` is `crate::`.
+            Some("crate") | Some("self") if first == Some("crate") || at_crate_root => {
                 segments.remove(0);
-                base.extend(
-                    self.crate_prefix.trim_end_matches('.').split('.').filter(|s| !s.is_empty()).map(String::from),
-                );
+                let prefix: Vec<String> = self
+                    .crate_prefix
+                    .trim_end_matches('.')
+                    .split('.')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+                if prefix.is_empty() && segments.len() == 1 {
+                    // `crate::Error`: an item of the top crate's root itself.
+                    base.push(self.root_name.clone());
+                } else {
+                    base.extend(prefix);
+                }
             }
             Some("self") | Some("super") => {
                 base.extend(self.module.split('.').map(String::from));
@@ -184,7 +222,7 @@ impl Module<'_> {
         let head = header(item, cut, self.source);
         types(out, &uri, item, &name, self.source);
         let outline = (!methods.is_empty()).then(|| format!("{head}: methods={}", methods.join(",")));
-        let whole = text(item, self.source);
+        let whole = &self.source[item_start(item, self.source)..item.end_byte()];
         let views = definition_views(&name, outline, &head, doc_comment(item, self.source), whole);
         out.node(&uri, "class", &name, &content_version(whole.as_bytes()), views);
         out.contains(parent, &uri);
@@ -200,7 +238,7 @@ impl Module<'_> {
         }
         types(out, &uri, item, "", self.source);
         let head = header(item, body, self.source);
-        let whole = text(item, self.source);
+        let whole = &self.source[item_start(item, self.source)..item.end_byte()];
         let views = definition_views(&name, None, &head, doc_comment(item, self.source), whole);
         out.node(&uri, "function", &name, &content_version(whole.as_bytes()), views);
         out.contains(parent, &uri);
@@ -229,7 +267,10 @@ impl Module<'_> {
 }
 
 /// `a::{b, c::{d, e as f}, self}` into `a::b`, `a::c::d`, `a::c::e`, `a`.
-fn flatten_use(prefix: &str, written: &str, out: &mut Vec<String>) {
+fn flatten_use(prefix: &str, written: &str, nesting: usize, out: &mut Vec<String>) {
+    if nesting >= MAX_NESTING {
+        return; // lists nested this deep are left out
+    }
     let written = written.trim();
     let join = |a: &str, b: &str| if a.is_empty() { b.to_owned() } else { format!("{a}::{b}") };
     if let (Some(open), true) = (written.find('{'), written.ends_with('}')) {
@@ -243,13 +284,13 @@ fn flatten_use(prefix: &str, written: &str, out: &mut Vec<String>) {
                 '{' => depth += 1,
                 '}' => depth -= 1,
                 ',' if depth == 0 => {
-                    flatten_use(&head, &inner[start..i], out);
+                    flatten_use(&head, &inner[start..i], nesting + 1, out);
                     start = i + 1;
                 }
                 _ => {}
             }
         }
-        flatten_use(&head, &inner[start..], out);
+        flatten_use(&head, &inner[start..], nesting + 1, out);
         return;
     }
     let item = written.split(" as ").next().unwrap_or(written).trim();
@@ -290,9 +331,16 @@ fn calls(out: &mut Builder, from: &str, node: Node<'_>, source: &str) {
                 f = g.child_by_field_name("function");
             }
             let name = f.and_then(|f| match f.kind() {
-                "identifier" => Some(text(f, source)),
-                "field_expression" => f.child_by_field_name("field").map(|x| text(x, source)),
-                "scoped_identifier" => f.child_by_field_name("name").map(|x| text(x, source)),
+                "identifier" => Some(text(f, source).to_owned()),
+                // `self.f()` is this type's; `x.f()` is marked, and resolved more warily.
+                "field_expression" => f.child_by_field_name("field").map(|x| {
+                    if f.child_by_field_name("value").is_some_and(|v| text(v, source) == "self") {
+                        text(x, source).to_owned()
+                    } else {
+                        format!(".{}", text(x, source))
+                    }
+                }),
+                "scoped_identifier" => f.child_by_field_name("name").map(|x| text(x, source).to_owned()),
                 _ => None,
             });
             if let Some(name) = name {
@@ -311,10 +359,10 @@ mod tests {
     #[test]
     fn use_trees_flatten() {
         let mut out = Vec::new();
-        flatten_use("", "crate::a::{b, c::{d, e as f}, self}", &mut out);
+        flatten_use("", "crate::a::{b, c::{d, e as f}, self}", 0, &mut out);
         assert_eq!(out, ["crate::a::b", "crate::a::c::d", "crate::a::c::e", "crate::a"]);
         let mut out = Vec::new();
-        flatten_use("", "std::io::Write as _", &mut out);
+        flatten_use("", "std::io::Write as _", 0, &mut out);
         assert_eq!(out, ["std::io::Write"]);
     }
 

@@ -591,6 +591,10 @@ fn apply_budget(fragments: Vec<ContextFragment>, whole: &[bool], budget: usize) 
     let mut turn = vec![0usize; fragments.len()];
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for &i in &by_relevance {
+        // The focus comes first, whatever its resources.
+        if distance(&fragments[i]) == 0 {
+            continue;
+        }
         let n = seen.entry(fragments[i].resource_uri.as_str()).or_default();
         turn[i] = *n;
         *n += 1;
@@ -605,14 +609,16 @@ fn apply_budget(fragments: Vec<ContextFragment>, whole: &[bool], budget: usize) 
     let mut shown_whole: HashSet<&str> = HashSet::new();
     for i in by_relevance {
         let f = &fragments[i];
-        if f.resource_uri != f.uko_node && shown_whole.contains(f.resource_uri.as_str()) {
+        // Only code knows that a file's text holds its definitions'.
+        let code = f.domain == "uko-code:";
+        if code && f.resource_uri != f.uko_node && shown_whole.contains(f.resource_uri.as_str()) {
             covered.insert(i);
             continue;
         }
         if used + f.tokens <= budget {
             used += f.tokens;
             keep.insert(i);
-            if whole[i] && f.resource_uri == f.uko_node {
+            if code && whole[i] && f.resource_uri == f.uko_node {
                 shown_whole.insert(f.uko_node.as_str());
             }
         }

@@ -19,7 +19,7 @@ use serde::Serialize;
 use super::graph::{remove_nodes_in, upsert_edges_in, upsert_nodes_in};
 use super::{storage, Store};
 use crate::error::{Error, Result};
-use crate::ingest::{content_version, file_uri, parse_file, FileGraph, Language, SKIPPED_DIRS};
+use crate::ingest::{content_version, file_uri, parse_file, FileGraph, Language, Root, SKIPPED_DIRS};
 use crate::uko::UkoEdge;
 
 /// The relations `ingest` derives (and so owns between ingested nodes).
@@ -118,6 +118,11 @@ fn walk(root: &Path, options: IngestOptions, report: &mut IngestReport) -> Vec<F
         let relative = entry.path().strip_prefix(root).unwrap_or(entry.path()).to_path_buf();
         let shown = relative.display().to_string();
         report.files += 1;
+        if relative.to_str().is_none() {
+            // Two such names could map to one URI: refuse rather than mix them up.
+            report.skipped.push(SkippedFile { path: shown, reason: "the path is not UTF-8".into() });
+            continue;
+        }
         let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
         if size > options.max_file_bytes {
             report.skipped.push(SkippedFile {
@@ -163,8 +168,9 @@ fn error_path(e: &ignore::Error, root: &Path) -> String {
 fn sync_file(tx: &Connection, file: &str, graph: FileGraph, report: &mut IngestReport) -> Result<()> {
     let mut stored: HashMap<String, Option<String>> = HashMap::new();
     {
-        let mut stmt =
-            tx.prepare_cached("SELECT uri, version FROM uko_nodes WHERE resource_uri = ?1").map_err(storage)?;
+        let mut stmt = tx
+            .prepare_cached("SELECT uri, version FROM uko_nodes WHERE resource_uri = ?1 AND domain = 'uko-code:'")
+            .map_err(storage)?;
         let rows = stmt.query_map([file], |r| Ok((r.get(0)?, r.get(1)?))).map_err(storage)?;
         for row in rows {
             let (uri, version) = row.map_err(storage)?;
@@ -197,10 +203,23 @@ fn sync_file(tx: &Connection, file: &str, graph: FileGraph, report: &mut IngestR
     Ok(())
 }
 
+/// Files whose references say they contain a node that no longer exists:
+/// another file took a URI they define too, and has dropped it since.
+fn orphaned_claims(tx: &Connection) -> Result<HashSet<String>> {
+    let mut stmt = tx
+        .prepare_cached(
+            "SELECT DISTINCT r.resource_uri FROM uko_code_references r
+             WHERE r.relation = 'contains' AND NOT EXISTS (SELECT 1 FROM uko_nodes n WHERE n.uri = r.name)",
+        )
+        .map_err(storage)?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(storage)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(storage)
+}
+
 /// Removes a file that left the tree: its nodes, their edges, its references.
 fn remove_file(tx: &Connection, file: &str, report: &mut IngestReport) -> Result<()> {
     let uris: Vec<String> = tx
-        .prepare_cached("SELECT uri FROM uko_nodes WHERE resource_uri = ?1")
+        .prepare_cached("SELECT uri FROM uko_nodes WHERE resource_uri = ?1 AND domain = 'uko-code:'")
         .map_err(storage)?
         .query_map([file], |r| r.get(0))
         .map_err(storage)?
@@ -216,6 +235,73 @@ fn remove_file(tx: &Connection, file: &str, report: &mut IngestReport) -> Result
     Ok(())
 }
 
+/// Method names of the standard types of both languages: a call `x.f()` of
+/// one of these on a receiver of unknown type is left out.
+const COMMON_METHODS: &[&str] = &[
+    "add",
+    "append",
+    "as_ref",
+    "as_str",
+    "clear",
+    "clone",
+    "close",
+    "collect",
+    "contains",
+    "copy",
+    "count",
+    "decode",
+    "encode",
+    "endswith",
+    "err",
+    "expect",
+    "extend",
+    "filter",
+    "find",
+    "flush",
+    "format",
+    "get",
+    "get_mut",
+    "index",
+    "insert",
+    "into",
+    "is_empty",
+    "is_none",
+    "is_some",
+    "items",
+    "iter",
+    "iter_mut",
+    "join",
+    "keys",
+    "len",
+    "lower",
+    "map",
+    "map_err",
+    "next",
+    "ok",
+    "ok_or",
+    "pop",
+    "push",
+    "push_str",
+    "read",
+    "remove",
+    "replace",
+    "reverse",
+    "send",
+    "sort",
+    "split",
+    "startswith",
+    "strip",
+    "to_owned",
+    "to_string",
+    "unwrap",
+    "unwrap_or",
+    "unwrap_or_default",
+    "update",
+    "upper",
+    "values",
+    "write",
+];
+
 /// The last part of a definition's URI: `function://a.B.run` is `run`.
 fn short_name(uri: &str) -> &str {
     let path = uri.split_once("://").map_or(uri, |(_, p)| p);
@@ -230,7 +316,9 @@ fn resolve(tx: &Connection, report: &mut IngestReport) -> Result<()> {
     let mut by_name: HashMap<(&'static str, String), Vec<String>> = HashMap::new();
     {
         let mut stmt = tx
-            .prepare_cached("SELECT uri, kind, resource_uri FROM uko_nodes WHERE resource_uri IS NOT NULL")
+            .prepare_cached(
+                "SELECT uri, kind, resource_uri FROM uko_nodes WHERE resource_uri IS NOT NULL AND domain = 'uko-code:'",
+            )
             .map_err(storage)?;
         let rows = stmt
             .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))
@@ -285,7 +373,13 @@ fn resolve(tx: &Connection, report: &mut IngestReport) -> Result<()> {
                         .chain(parent)
                         .find(|u| file_of.contains_key(u))
                 }
-                "calls" => pick("function", &name, &file),
+                "calls" => match name.strip_prefix('.') {
+                    // `x.f()`: the receiver's type is unknown, so a name every
+                    // library has (`append`, `get`, `clone`) is not taken for ours.
+                    Some(method) if COMMON_METHODS.contains(&method) => None,
+                    Some(method) => pick("function", method, &file),
+                    None => pick("function", &name, &file),
+                },
                 "inherits" | "implements" | "references" => pick("class", &name, &file),
                 _ => None,
             };
@@ -300,7 +394,8 @@ fn resolve(tx: &Connection, report: &mut IngestReport) -> Result<()> {
             .prepare_cached(
                 "SELECT s.uri, e.relation, t.uri FROM uko_edges e
                  JOIN uko_nodes s ON s.node_id = e.source_id JOIN uko_nodes t ON t.node_id = e.target_id
-                 WHERE s.resource_uri IS NOT NULL
+                 WHERE s.resource_uri IS NOT NULL AND s.domain = 'uko-code:'
+                   AND t.resource_uri IS NOT NULL AND t.domain = 'uko-code:'
                    AND e.relation IN ('contains', 'imports', 'calls', 'inherits', 'implements', 'references')",
             )
             .map_err(storage)?;
@@ -346,13 +441,14 @@ impl Store {
         let root_name = std::fs::canonicalize(root)?
             .file_name()
             .map_or_else(|| "root".to_owned(), |n| n.to_string_lossy().replace(['.', ' '], "_"));
+        let package = Root { name: root_name, python_package: root.join("__init__.py").is_file() };
         let mut report = IngestReport::default();
         let found = walk(root, options, &mut report);
         self.write(|tx, _| {
             let mut stored: HashMap<String, Option<String>> = HashMap::new();
             {
                 let mut stmt = tx
-                    .prepare_cached("SELECT uri, version FROM uko_nodes WHERE kind = 'file' AND resource_uri = uri")
+                    .prepare_cached("SELECT uri, version FROM uko_nodes WHERE kind = 'file' AND resource_uri = uri AND domain = 'uko-code:'")
                     .map_err(storage)?;
                 let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(storage)?;
                 for row in rows {
@@ -360,18 +456,20 @@ impl Store {
                     stored.insert(uri, version);
                 }
             }
-            let present: HashSet<String> = found
-                .iter()
-                .map(|f| f.uri.clone())
-                .chain(report.skipped.iter().map(|s| format!("project://{}", s.path)))
-                .collect();
+            let present: HashSet<String> = found.iter().map(|f| f.uri.clone()).collect();
+            // A skipped file, or a directory the walk could not read, keeps what it had.
+            let skipped: Vec<String> = report.skipped.iter().map(|s| format!("project://{}", s.path)).collect();
+            let kept = |uri: &str| {
+                present.contains(uri)
+                    || skipped.iter().any(|s| uri == s || (uri.starts_with(s.as_str()) && uri[s.len()..].starts_with('/')))
+            };
             let mut parsed_any = false;
             for f in &found {
                 if stored.get(&f.uri).is_some_and(|v| v.as_deref() == Some(f.version.as_str())) {
                     report.unchanged += 1;
                     continue;
                 }
-                let graph = parse_file(&root_name, &f.relative, f.language, &f.text);
+                let graph = parse_file(&package, &f.relative, f.language, &f.text);
                 if graph.has_errors {
                     report.parse_errors.push(f.relative.display().to_string());
                 }
@@ -380,12 +478,19 @@ impl Store {
                 parsed_any = true;
                 sync_file(tx, &f.uri, graph, &mut report)?;
             }
-            let mut gone: Vec<&String> = stored.keys().filter(|u| !present.contains(*u)).collect();
+            let mut gone: Vec<&String> = stored.keys().filter(|u| !kept(u)).collect();
             gone.sort();
             for uri in gone {
                 remove_file(tx, uri, &mut report)?;
             }
+            // A URI two files define belongs to the one synced last; when that
+            // one drops it, the other file must claim it again.
             if parsed_any || report.removed_files > 0 {
+                let orphans = orphaned_claims(tx)?;
+                for f in found.iter().filter(|f| orphans.contains(&f.uri)) {
+                    let graph = parse_file(&package, &f.relative, f.language, &f.text);
+                    sync_file(tx, &f.uri, graph, &mut report)?;
+                }
                 resolve(tx, &mut report)?;
             }
             Ok(())
