@@ -515,7 +515,7 @@ fn store_file(dir: &Path) -> PathBuf {
     let path = dir.join("good.db");
     let mut store = Store::open(&path).unwrap();
     for _ in 0..20 {
-        store.insert_many(&batch_plan(20)).unwrap();
+        store.insert_many(batch_plan(20)).unwrap();
     }
     drop(store);
     path

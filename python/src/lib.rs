@@ -471,15 +471,45 @@ impl PyStore {
     /// after its parent and the decision it corrects; returns how many. All
     /// or nothing. (`import_jsonl` takes records in any order.)
     fn insert_many(&self, py: Python<'_>, decisions: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let mut all = Vec::new();
-        for (i, item) in decisions.try_iter()?.enumerate() {
-            let item = item?;
-            all.push(decision_of(&item).map_err(|e| {
-                let message = e.value(py).to_string();
-                error(py, "ValidationError", format!("decisions[{i}]: {message}"))
-            })?);
+        // This thread turns Python objects into decisions (it needs the GIL)
+        // while a second one writes them (it needs none): the two overlap.
+        let (items, incoming) = std::sync::mpsc::sync_channel::<Result<Decision, Error>>(1024);
+        let mut failed: Option<PyErr> = None;
+        let written = std::thread::scope(|scope| {
+            let writer = scope.spawn(move || {
+                let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+                guard.as_mut().map(|store| store.try_insert_many(incoming))
+            });
+            let feed = || -> PyResult<()> {
+                for (i, item) in decisions.try_iter()?.enumerate() {
+                    match decision_of(&item?) {
+                        Ok(d) => {
+                            if items.send(Ok(d)).is_err() {
+                                break; // the writer stopped at a stored decision's error
+                            }
+                        }
+                        Err(e) => {
+                            return Err(error(py, "ValidationError", format!("decisions[{i}]: {}", e.value(py))));
+                        }
+                    }
+                }
+                Ok(())
+            };
+            if let Err(e) = feed() {
+                // Any failure here (a bad item, an iterator that raised): the writer rolls back.
+                let _ = items.send(Err(Error::validation("decisions", "the input failed")));
+                failed = Some(e);
+            }
+            drop(items);
+            py.detach(|| writer.join().expect("the writer does not panic"))
+        });
+        match (written, failed) {
+            (None, _) => Err(error(py, "DecisionStoreError", format!("{}: the store is closed", self.path))),
+            (Some(Ok(n)), None) => Ok(n),
+            // A value that could not be converted, named by its index.
+            (_, Some(e)) => Err(e),
+            (Some(Err(e)), None) => Err(raise(py, e)),
         }
-        self.with(py, move |s| s.insert_many(&all))
     }
 
     /// Records that `new_id` supersedes `old_id` (the one change a stored decision allows).

@@ -162,3 +162,24 @@ def test_two_threads_write_at_once(path):
     assert [len(store.plan(p)) for p in plans] == [200, 200]
     assert store.check() == []
     store.close()
+
+
+def test_a_failed_insert_many_writes_nothing(path):
+    plan = ds.new_plan_id()
+    root = ds.Decision.create(plan, "prompt_definition", 0)
+    good = [root] + [ds.Decision.create(plan, "tool_invocation", i, parent_decision_id=root.decision_id) for i in range(1, 3000)]
+
+    def raising():
+        yield from good[:2000]
+        raise RuntimeError("the source broke")
+
+    with ds.Store.open(path) as store:
+        with pytest.raises(RuntimeError, match="the source broke"):
+            store.insert_many(raising())
+        with pytest.raises(ds.ValidationError, match=r"decisions\[2500\].*confidence_score"):
+            store.insert_many([d.model_dump() for d in good[:2500]] + [{**good[2500].model_dump(), "confidence_score": 7}])
+        with pytest.raises(TypeError):
+            store.insert_many(42)
+        assert store.plans() == []
+        assert store.insert_many(d.model_dump() for d in good) == 3000
+        assert len(store.plan(plan)) == 3000

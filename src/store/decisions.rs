@@ -720,14 +720,33 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Batch`] with the index of the first failing item.
-    pub fn insert_many<'a>(&mut self, decisions: impl IntoIterator<Item = &'a Decision>) -> Result<usize> {
+    pub fn insert_many<D: std::borrow::Borrow<Decision>>(
+        &mut self,
+        decisions: impl IntoIterator<Item = D>,
+    ) -> Result<usize> {
+        self.try_insert_many(decisions.into_iter().map(Ok))
+    }
+
+    /// [`Store::insert_many`] from items that may fail to be made: the first
+    /// `Err` ends the batch with that error and nothing is written. Items
+    /// are taken as they come, so a caller can produce them (parse, convert)
+    /// on one thread while this one writes.
+    ///
+    /// # Errors
+    /// [`Error::Batch`] with the index of the first failing item, the item's own error inside.
+    pub fn try_insert_many<D: std::borrow::Borrow<Decision>>(
+        &mut self,
+        decisions: impl IntoIterator<Item = Result<D>>,
+    ) -> Result<usize> {
         self.write(|tx, ledger| {
             let mut pending = Vec::new();
             let mut n = 0;
             let mut insert = insert_statement(tx)?;
             for (index, d) in decisions.into_iter().enumerate() {
-                insert_prepared(tx, &mut insert, ledger, d, &PreparedRow::of(d))
-                    .map_err(|e| Error::Batch { index, source: Box::new(e) })?;
+                let batch = |e: Error| Error::Batch { index, source: Box::new(e) };
+                let d = d.map_err(batch)?;
+                let d = d.borrow();
+                insert_prepared(tx, &mut insert, ledger, d, &PreparedRow::of(d)).map_err(batch)?;
                 if let Some(by) = d.superseded_by() {
                     pending.push((index, d.decision_id(), by));
                 }
