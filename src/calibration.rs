@@ -239,17 +239,16 @@ impl Store {
                 // The outline holds ids, links, type, sequence and confidence: all this needs.
                 let tree = store.decision_tree_outline(plan)?;
                 let n = tree.len();
-                // Decisions are in sequence order: count those strictly after each one.
-                let ds = tree.decisions();
-                for (i, d) in ds.iter().enumerate() {
-                    let ties = ds[i + 1..].iter().take_while(|x| x.sequence() == d.sequence()).count();
+                // In sequence order, and a plan's sequences are unique (the
+                // schema says so): the ones after position i are later.
+                for (i, d) in tree.decisions().iter().enumerate() {
                     out.push(Outcome {
                         decision_id: d.decision_id(),
                         plan_id: plan,
                         decision_type: d.decision_type(),
                         confidence: d.confidence_score(),
                         held: tree.is_effective(d.decision_id()),
-                        later: u32::try_from(n - i - 1 - ties).unwrap_or(u32::MAX),
+                        later: u32::try_from(n - i - 1).unwrap_or(u32::MAX),
                     });
                 }
             }

@@ -423,3 +423,29 @@ fn a_rust_doc_comment_is_part_of_its_items_version() {
     assert!(square(&after).view_at(9).unwrap().content.starts_with("/// A big square.\n#[derive(Debug)]"));
     assert_eq!(before.node("function://c.add").unwrap().version, after.node("function://c.add").unwrap().version);
 }
+
+#[test]
+fn an_ingest_that_fails_part_way_leaves_the_graph_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("proj");
+    python_tree(&tree);
+    let db = dir.path().join("g.db");
+    let mut store = Store::open(&db).unwrap();
+    store.ingest(&tree, IngestOptions::default()).unwrap();
+    let before = graph_dump(&store);
+    drop(store);
+    // A fault injected after the first files are written: storing this one call fails.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER fault BEFORE INSERT ON uko_code_references WHEN new.name = 'boom'
+             BEGIN SELECT RAISE(ABORT, 'injected fault'); END;",
+        )
+        .unwrap();
+    write(&tree, "pkg/util.py", &UTIL.replace("return 2", "return 3"));
+    write(&tree, "zzz.py", "def last():\n    boom()\n");
+    let mut store = Store::open(&db).unwrap();
+    let err = store.ingest(&tree, IngestOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("injected fault"), "{err}");
+    assert_eq!(graph_dump(&store), before, "half an ingest was kept");
+}

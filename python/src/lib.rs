@@ -311,26 +311,25 @@ impl PyDecision {
     }
     #[getter]
     fn alternatives<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.field(py, "alternatives")
+        field(py, self.inner.alternatives())
     }
     #[getter]
     fn context_snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.field(py, "context_snapshot")
+        field(py, self.inner.context_snapshot())
     }
     #[getter]
     fn artifacts_produced<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.field(py, "artifacts_produced")
+        field(py, self.inner.artifacts_produced())
     }
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.field(py, "metadata")
+        field(py, self.inner.metadata())
     }
 }
 
-impl PyDecision {
-    fn field<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.inner.to_json_value()[name])
-    }
+/// One field as Python objects (serialized alone, not the whole decision).
+fn field<'py, T: serde::Serialize + ?Sized>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &serde_json::to_value(value).unwrap_or_default())
 }
 
 /// A plan's decisions as a tree, with its correction chains, supersessions and effective set.

@@ -217,44 +217,38 @@ impl Store {
     }
 
     fn node_versions_in_snapshot(&self, uris: &[String]) -> Result<HashMap<String, String>> {
+        Ok(self.node_states(uris)?.into_iter().map(|(uri, (_, version))| (uri, version)).collect())
+    }
+
+    /// The kind and current version of each of these URIs that names a
+    /// stored node: one query, and one more (through [`GraphSource::records`])
+    /// for the views of the nodes given no version.
+    fn node_states(&self, uris: &[String]) -> Result<HashMap<String, (String, String)>> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT node_id, uri, version FROM uko_nodes WHERE uri IN rarray(?1)")
+            .prepare_cached("SELECT node_id, uri, kind, version FROM uko_nodes WHERE uri IN rarray(?1)")
             .map_err(storage)?;
-        let mut versions = HashMap::with_capacity(uris.len());
-        let mut unversioned: IdMap<NodeKey, (String, Vec<NodeView>)> = IdMap::default();
+        let mut states = HashMap::with_capacity(uris.len());
+        let mut unversioned: Vec<(NodeKey, String, String)> = Vec::new();
         let rows = stmt
             .query_map([text_array(uris)], |r| {
-                Ok((r.get::<_, NodeKey>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?))
+                Ok((r.get::<_, NodeKey>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get(3)?))
             })
             .map_err(storage)?;
         for row in rows {
             match row.map_err(storage)? {
-                (_, uri, Some(version)) => {
-                    versions.insert(uri, version);
+                (_, uri, kind, Some(version)) => {
+                    states.insert(uri, (kind, version));
                 }
-                (key, uri, None) => {
-                    unversioned.insert(key, (uri, Vec::new()));
-                }
+                (key, uri, kind, None) => unversioned.push((key, uri, kind)),
             }
         }
-        if !unversioned.is_empty() {
-            let keys: Vec<NodeKey> = unversioned.keys().copied().collect();
-            let mut stmt = self.conn.prepare_cached(VIEWS).map_err(storage)?;
-            let rows = stmt
-                .query_map([key_array(&keys)], |r| {
-                    Ok((r.get::<_, NodeKey>(0)?, NodeView { depth: r.get(1)?, content: r.get(2)? }))
-                })
-                .map_err(storage)?;
-            for row in rows {
-                let (key, view) = row.map_err(storage)?;
-                if let Some((_, views)) = unversioned.get_mut(&key) {
-                    views.push(view);
-                }
-            }
-            versions.extend(unversioned.into_values().map(|(uri, views)| (uri, views_version(&views))));
+        let keys: Vec<NodeKey> = unversioned.iter().map(|u| u.0).collect();
+        let records = if keys.is_empty() { Vec::new() } else { self.records(&keys, true)? };
+        for ((_, uri, kind), record) in unversioned.into_iter().zip(records) {
+            states.insert(uri, (kind, views_version(&record.views)));
         }
-        Ok(versions)
+        Ok(states)
     }
 
     /// The current version of one node, `None` when it is not in the graph.
@@ -293,24 +287,16 @@ impl Store {
                 wanted.push(u.as_ref().to_owned());
             }
         }
-        let mut versions = self.node_versions(&wanted)?;
-        let mut kinds: HashMap<String, String> = HashMap::with_capacity(wanted.len());
-        let mut stmt =
-            self.conn.prepare_cached("SELECT uri, kind FROM uko_nodes WHERE uri IN rarray(?1)").map_err(storage)?;
-        for row in stmt.query_map([text_array(&wanted)], |r| Ok((r.get(0)?, r.get(1)?))).map_err(storage)? {
-            let (uri, kind) = row.map_err(storage)?;
-            kinds.insert(uri, kind);
-        }
+        let mut states = self.node_states(&wanted)?;
         let mut h = Sha256::new();
         let mut resources = Vec::with_capacity(wanted.len());
         for uri in wanted {
-            let version = versions.remove(&uri).ok_or_else(|| Error::UnknownNode(uri.clone()))?;
+            let (kind, version) = states.remove(&uri).ok_or_else(|| Error::UnknownNode(uri.clone()))?;
             for part in [&uri, &version] {
                 h.update((part.len() as u64).to_be_bytes());
                 h.update(part.as_bytes());
             }
-            let kind = kinds.remove(&uri);
-            resources.push(ResourceRef::new(uri, kind, Some(version))?);
+            resources.push(ResourceRef::new(uri, Some(kind), Some(version))?);
         }
         let digest: [u8; 32] = h.finalize().into();
         Ok(ContextSnapshot::new(format!("sha256:{}", to_hex(&digest)), resources, None))

@@ -216,20 +216,10 @@ fn orphaned_claims(tx: &Connection) -> Result<HashSet<String>> {
     rows.collect::<rusqlite::Result<_>>().map_err(storage)
 }
 
-/// Removes a file that left the tree: its nodes, their edges, its references.
+/// Removes a file that left the tree: its nodes, their edges, its
+/// references (a sync to an empty file graph).
 fn remove_file(tx: &Connection, file: &str, report: &mut IngestReport) -> Result<()> {
-    let uris: Vec<String> = tx
-        .prepare_cached("SELECT uri FROM uko_nodes WHERE resource_uri = ?1 AND domain = 'uko-code:'")
-        .map_err(storage)?
-        .query_map([file], |r| r.get(0))
-        .map_err(storage)?
-        .collect::<rusqlite::Result<_>>()
-        .map_err(storage)?;
-    report.nodes_removed += remove_nodes_in(tx, &uris)? as u64;
-    tx.prepare_cached("DELETE FROM uko_code_references WHERE resource_uri = ?1")
-        .map_err(storage)?
-        .execute([file])
-        .map_err(storage)?;
+    sync_file(tx, file, FileGraph::default(), report)?;
     report.removed_files += 1;
     report.removed.push(file.to_owned());
     Ok(())
