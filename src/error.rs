@@ -30,6 +30,11 @@ pub enum Error {
     #[error("{}: a SQLite database, but not a decision store", path.display())]
     NotAStore { path: PathBuf },
 
+    /// A PostgreSQL server that cannot be reached, refuses the login, or
+    /// holds another application's tables.
+    #[error("{url}: {reason}")]
+    Connect { url: String, reason: String },
+
     /// The store was written by a newer version of this library.
     #[error("{}: schema version {found} is newer than this library supports ({supported}); upgrade decision-store", path.display())]
     IncompatibleVersion { path: PathBuf, found: i64, supported: i64 },
@@ -151,7 +156,7 @@ impl Error {
             Error::Batch { source, .. } | Error::Line { source, .. } | Error::Input { source, .. } => {
                 source.is_input_error()
             }
-            Error::Storage(_) | Error::Io(_) | Error::Busy | Error::ReadOnly => false,
+            Error::Storage(_) | Error::Io(_) | Error::Busy | Error::ReadOnly | Error::Connect { .. } => false,
             _ => true,
         }
     }

@@ -145,6 +145,20 @@ fn the_schemas_have_the_same_tables_and_columns(url: &str) {
         only(&postgres, &sqlite)
     );
     assert!(sqlite.contains_key(&("decisions".into(), "chain_hash".into())));
+    // Text compares as bytes, as SQLite's BINARY does (V7), whatever the server's default collation.
+    let linguistic: Vec<String> = db
+        .client
+        .query(
+            "SELECT table_name::text || '.' || column_name::text FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND data_type = 'text' AND collation_name IS DISTINCT FROM 'C' \
+             ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(linguistic.is_empty(), "text columns without COLLATE \"C\" (a new one must say it): {linguistic:?}");
 }
 
 const ROW: &str = "INSERT INTO decisions (decision_id, plan_id, sequence, decision_type, chosen_option, rationale, \

@@ -8,10 +8,9 @@
 
 use std::collections::HashMap;
 
-use rusqlite::OptionalExtension;
 use serde::Serialize;
 
-use super::integrity::{self, Anchor, AnchorScope, Hash};
+use super::integrity::{self, Anchor, AnchorScope, Field, Hash};
 use super::{storage, Store};
 use crate::decision::{DecisionTree, PlanId};
 use crate::error::Result;
@@ -106,7 +105,7 @@ const DANGLING: [(ProblemKind, &str, &str); 5] = [
         "superseded_by",
         "SELECT s.decision_id, s.superseded_by FROM supersessions s
          LEFT JOIN decisions o ON o.decision_id = s.decision_id LEFT JOIN decisions n ON n.decision_id = s.superseded_by
-         WHERE n.decision_id IS NULL OR o.plan_id <> n.plan_id OR s.plan_id IS NOT o.plan_id",
+         WHERE n.decision_id IS NULL OR o.plan_id <> n.plan_id OR s.plan_id IS DISTINCT FROM o.plan_id",
     ),
     (
         ProblemKind::DanglingSupersession,
@@ -131,14 +130,17 @@ const DANGLING_GRAPH: [&str; 2] = [
      WHERE s.node_id IS NULL OR t.node_id IS NULL",
 ];
 
-/// Every entry of the log, in chain order, with the hash its row has now.
+/// Every entry of the log, in chain order, with the columns its content
+/// hash covers (from column 7 on: a decision's 15, or a supersession's 3
+/// and NULLs), hashed in Rust as they are now, so both backends check alike.
 fn entries_sql() -> String {
+    let padding = ", NULL".repeat(integrity::DECISION_COLUMNS.len() - 3);
     format!(
-        "SELECT 0, decision_id, plan_id, chain_index, log_index, content_hash, chain_hash, dstore_decision_hash({})
+        "SELECT 0, decision_id, plan_id, chain_index, log_index, content_hash, chain_hash, {}
          FROM decisions
          UNION ALL
          SELECT 1, decision_id, plan_id, chain_index, log_index, content_hash, chain_hash,
-                dstore_supersession_hash(plan_id, decision_id, superseded_by)
+                plan_id, decision_id, superseded_by{padding}
          FROM supersessions
          ORDER BY 3, 4, 1, 2",
         integrity::DECISION_COLUMNS.join(", ")
@@ -191,30 +193,35 @@ impl Store {
         // check reads every table several times: a 32 MiB cache for its
         // duration halves its time on 100k decisions (7.1 s -> 3.8 s); short
         // reads keep SQLite's small default, which costs them less to fill.
-        let previous: i64 = self.conn.query_row("PRAGMA cache_size", [], |r| r.get(0)).map_err(storage)?;
-        self.conn.pragma_update(None, "cache_size", previous.min(-32_768)).map_err(storage)?;
+        let Some(conn) = self.conn.sqlite() else { return self.check_in_snapshot(anchors) };
+        let previous: i64 = conn.query_row("PRAGMA cache_size", [], |r| r.get(0)).map_err(storage)?;
+        conn.pragma_update(None, "cache_size", previous.min(-32_768)).map_err(storage)?;
         // Its log walk sorts every entry: in memory, not in temp files (4 s of
         // system time on 100k decisions). Only outside a transaction may the
         // setting change.
-        let temp_store: Option<i64> = if self.conn.is_autocommit() {
-            let before = self.conn.query_row("PRAGMA temp_store", [], |r| r.get(0)).map_err(storage)?;
-            self.conn.pragma_update(None, "temp_store", "MEMORY").map_err(storage)?;
+        let temp_store: Option<i64> = if conn.is_autocommit() {
+            let before = conn.query_row("PRAGMA temp_store", [], |r| r.get(0)).map_err(storage)?;
+            conn.pragma_update(None, "temp_store", "MEMORY").map_err(storage)?;
             Some(before)
         } else {
             None
         };
-        let result = self.read_snapshot(|store| {
+        let result = self.check_in_snapshot(anchors);
+        conn.pragma_update(None, "cache_size", previous).map_err(storage)?;
+        if let Some(before) = temp_store {
+            conn.pragma_update(None, "temp_store", before).map_err(storage)?;
+        }
+        result
+    }
+
+    fn check_in_snapshot(&self, anchors: &[Anchor]) -> Result<Vec<Problem>> {
+        self.read_snapshot(|store| {
             let mut problems = store.storage_checks()?;
             store.check_links(&mut problems)?;
             store.check_log(anchors, &mut problems)?;
             store.check_plans(&mut problems)?;
             Ok(problems)
-        });
-        self.conn.pragma_update(None, "cache_size", previous).map_err(storage)?;
-        if let Some(before) = temp_store {
-            self.conn.pragma_update(None, "temp_store", before).map_err(storage)?;
-        }
-        result
+        })
     }
 
     fn storage_checks(&self) -> Result<Vec<Problem>> {
@@ -227,22 +234,18 @@ impl Store {
             })
             .collect();
         for sql in DANGLING_GRAPH {
-            let mut stmt = self.conn.prepare(sql).map_err(storage)?;
-            for row in stmt.query_map([], |r| r.get::<_, String>(0)).map_err(storage)? {
-                problems.push(Problem::new(ProblemKind::ForeignKey, None, row.map_err(storage)?));
-            }
+            self.conn.for_each(sql, &[], |r| {
+                problems.push(Problem::new(ProblemKind::ForeignKey, None, r.string(0)?));
+                Ok(())
+            })?;
         }
         Ok(problems)
     }
 
     fn check_links(&self, problems: &mut Vec<Problem>) -> Result<()> {
         for (kind, field, sql) in DANGLING {
-            let mut stmt = self.conn.prepare(sql).map_err(storage)?;
-            let rows = stmt
-                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))
-                .map_err(storage)?;
-            for row in rows {
-                let (id, other) = row.map_err(storage)?;
+            let rows = self.conn.query_vec(sql, &[], |r| Ok((r.string(0)?, r.opt_string(1)?)))?;
+            for (id, other) in rows {
                 let other = other.unwrap_or_else(|| "(null)".into());
                 problems.push(Problem::new(
                     kind,
@@ -251,15 +254,12 @@ impl Store {
                 ));
             }
         }
-        let mut stmt = self
-            .conn
-            .prepare("SELECT plan_id, sequence, count(*) FROM decisions GROUP BY plan_id, sequence HAVING count(*) > 1")
-            .map_err(storage)?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)))
-            .map_err(storage)?;
-        for row in rows {
-            let (plan, seq, n) = row.map_err(storage)?;
+        let rows = self.conn.query_vec(
+            "SELECT plan_id, sequence, count(*) FROM decisions GROUP BY plan_id, sequence HAVING count(*) > 1",
+            &[],
+            |r| Ok((r.string(0)?, r.i64(1)?, r.i64(2)?)),
+        )?;
+        for (plan, seq, n) in rows {
             problems.push(Problem::new(
                 ProblemKind::DuplicateSequence,
                 None,
@@ -282,18 +282,27 @@ impl Store {
         let mut log_indexes: Vec<i64> = Vec::new();
         // Plan anchors whose entry was found (and compared).
         let mut compared: std::collections::HashSet<(String, u64)> = std::collections::HashSet::new();
-        let mut stmt = self.conn.prepare(&entries_sql()).map_err(storage)?;
-        let mut rows = stmt.query([]).map_err(storage)?;
-        while let Some(r) = rows.next().map_err(storage)? {
+        const HASHED: usize = 7;
+        self.conn.for_each(&entries_sql(), &[], |r| {
+            let supersession = r.i64(0)? == 1;
+            let actual = if supersession {
+                integrity::supersession_hash(r.field(HASHED)?, r.field(HASHED + 1)?, r.field(HASHED + 2)?)
+            } else {
+                let mut fields = [Field::Null; 15];
+                for (i, f) in fields.iter_mut().enumerate() {
+                    *f = r.field(HASHED + i)?;
+                }
+                integrity::decision_hash(&fields)
+            };
             let e = EntryRow {
-                supersession: r.get::<_, i64>(0).map_err(storage)? == 1,
-                id: r.get(1).map_err(storage)?,
-                plan: r.get(2).map_err(storage)?,
-                chain_index: r.get(3).map_err(storage)?,
-                log_index: r.get(4).map_err(storage)?,
-                content_hash: r.get(5).map_err(storage)?,
-                chain_hash: r.get(6).map_err(storage)?,
-                actual: r.get(7).map_err(storage)?,
+                supersession,
+                id: r.string(1)?,
+                plan: r.opt_string(2)?,
+                chain_index: r.opt_i64(3)?,
+                log_index: r.opt_i64(4)?,
+                content_hash: r.opt_string(5)?,
+                chain_hash: r.opt_string(6)?,
+                actual: integrity::to_hex(&actual),
             };
             let what = if e.supersession { format!("the supersession of {}", e.id) } else { e.id.clone() };
             let (Some(plan), Some(index), Some(log), Some(content), Some(chain)) =
@@ -304,7 +313,7 @@ impl Store {
                     Some(e.id.clone()),
                     format!("{what}: the row has no hash or chain position (written around the library)"),
                 ));
-                continue;
+                return Ok(());
             };
             log_indexes.push(log);
             if walks.last().is_none_or(|w| &w.plan != plan) {
@@ -358,8 +367,8 @@ impl Store {
                     ));
                 }
             }
-        }
-        drop(rows);
+            Ok(())
+        })?;
         for (plan, list) in &plan_anchors {
             let entries = walks.iter().find(|w| w.plan == *plan).map_or(0, |w| w.entries);
             for a in list.iter().filter(|a| !compared.contains(&(plan.to_string(), a.entries))) {
@@ -387,8 +396,7 @@ impl Store {
                 ),
             ));
         }
-        let kept: Option<i64> =
-            self.conn.query_row(super::decisions::LOG_LENGTH, [], |r| r.get(0)).optional().map_err(storage)?;
+        let kept = self.conn.query_opt(super::decisions::LOG_LENGTH, &[], |r| r.i64(0))?;
         if kept != Some(total) {
             problems.push(Problem::new(
                 ProblemKind::SummaryMismatch,
@@ -429,47 +437,35 @@ impl Store {
     fn check_summaries(&self, walks: &[PlanWalk], problems: &mut Vec<Problem>) -> Result<()> {
         // The counts as the rows give them, one pass per table.
         let mut actual: HashMap<String, PlanCounts> = HashMap::new();
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT plan_id, count(*), count(corrects_decision_id), coalesce(max(depth), 0),
-                        min(decision_id), max(decision_id) FROM decisions GROUP BY plan_id",
-            )
-            .map_err(storage)?;
-        for row in stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?, 0, r.get(3)?, r.get(4)?, r.get(5)?))))
-            .map_err(storage)?
-        {
-            let (plan, v) = row.map_err(storage)?;
-            actual.insert(plan, v);
-        }
-        let mut stmt =
-            self.conn.prepare("SELECT plan_id, count(*) FROM supersessions GROUP BY plan_id").map_err(storage)?;
-        for row in stmt.query_map([], |r| Ok((r.get::<_, Option<String>>(0)?, r.get::<_, i64>(1)?))).map_err(storage)? {
-            let (plan, n) = row.map_err(storage)?;
-            if let Some(v) = plan.and_then(|p| actual.get_mut(&p)) {
-                v.2 = n;
+        self.conn.for_each(
+            "SELECT plan_id, count(*), count(corrects_decision_id), coalesce(max(depth), 0),
+                    min(decision_id), max(decision_id) FROM decisions GROUP BY plan_id",
+            &[],
+            |r| {
+                let counts = (r.i64(1)?, r.i64(2)?, 0, r.i64(3)?, r.opt_string(4)?, r.opt_string(5)?);
+                actual.insert(r.string(0)?, counts);
+                Ok(())
+            },
+        )?;
+        self.conn.for_each("SELECT plan_id, count(*) FROM supersessions GROUP BY plan_id", &[], |r| {
+            if let Some(v) = r.opt_str(0)?.and_then(|p| actual.get_mut(p)) {
+                v.2 = r.i64(1)?;
             }
-        }
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT plan_id, entries, head_hash, decisions, corrections, superseded, max_depth,
-                        first_decision_id, last_decision_id FROM plans",
-            )
-            .map_err(storage)?;
+            Ok(())
+        })?;
         let mut kept: HashMap<String, (i64, String, bool)> = HashMap::new();
-        for row in stmt
-            .query_map([], |r| {
-                let counts = (r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?);
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, counts))
-            })
-            .map_err(storage)?
-        {
-            let (plan, entries, head, counts) = row.map_err(storage)?;
-            let counts_ok = actual.get(&plan) == Some(&counts);
-            kept.insert(plan, (entries, head, counts_ok));
-        }
+        self.conn.for_each(
+            "SELECT plan_id, entries, head_hash, decisions, corrections, superseded, max_depth,
+                    first_decision_id, last_decision_id FROM plans",
+            &[],
+            |r| {
+                let counts = (r.i64(3)?, r.i64(4)?, r.i64(5)?, r.i64(6)?, r.opt_string(7)?, r.opt_string(8)?);
+                let plan = r.string(0)?;
+                let counts_ok = actual.get(&plan) == Some(&counts);
+                kept.insert(plan, (r.i64(1)?, r.string(2)?, counts_ok));
+                Ok(())
+            },
+        )?;
         for w in walks {
             match kept.remove(&w.plan) {
                 None => problems.push(Problem::new(
@@ -505,19 +501,16 @@ impl Store {
                 format!("plan {plan} is recorded in the plans table but has no entries left: they were removed"),
             ));
         }
-        let types_ok: bool = self
-            .conn
-            .query_row(
-                "SELECT NOT EXISTS (
+        let types_ok = self.conn.query_one(
+            "SELECT NOT EXISTS (
                      SELECT decision_type, count(*) FROM decisions GROUP BY decision_type
                      EXCEPT SELECT decision_type, decisions FROM decision_type_counts)
                  AND NOT EXISTS (
                      SELECT decision_type, decisions FROM decision_type_counts WHERE decisions > 0
                      EXCEPT SELECT decision_type, count(*) FROM decisions GROUP BY decision_type)",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(storage)?;
+            &[],
+            |r| r.bool(0),
+        )?;
         if !types_ok {
             problems.push(Problem::new(
                 ProblemKind::SummaryMismatch,
@@ -530,9 +523,8 @@ impl Store {
 
     /// Decodes every row (reporting those that do not decode) and checks each plan's history.
     fn check_plans(&self, problems: &mut Vec<Problem>) -> Result<()> {
-        let mut stmt = self.conn.prepare("SELECT DISTINCT plan_id FROM decisions ORDER BY plan_id").map_err(storage)?;
-        let plans: Vec<String> =
-            stmt.query_map([], |r| r.get(0)).map_err(storage)?.collect::<rusqlite::Result<_>>().map_err(storage)?;
+        let plans =
+            self.conn.query_vec("SELECT DISTINCT plan_id FROM decisions ORDER BY plan_id", &[], |r| r.string(0))?;
         for plan in plans {
             let Ok(plan_id) = PlanId::parse(&plan) else {
                 problems.push(Problem::new(ProblemKind::Unreadable, None, format!("plan id {plan:?} is not a ULID")));

@@ -2,11 +2,11 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Row, Statement, Transaction};
 use serde::Serialize;
 
+use super::db::{vals, Conn, EngineError, Row, Stmt};
 use super::integrity::{self, Anchor, AnchorScope, Field, Hash};
-use super::{storage, Store};
+use super::Store;
 use crate::decision::{Decision, DecisionId, DecisionTree, DecisionType, IdMap, PlanId};
 use crate::error::{Error, Result};
 
@@ -30,6 +30,12 @@ const UPDATE_PLAN: &str = "UPDATE plans SET decisions = decisions + ?2, correcti
      superseded = superseded + ?4, max_depth = max(max_depth, ?5), \
      first_decision_id = min(first_decision_id, coalesce(?6, first_decision_id)), \
      last_decision_id = max(last_decision_id, coalesce(?7, last_decision_id)), \
+     entries = ?8, head_hash = ?9 WHERE plan_id = ?1";
+/// [`UPDATE_PLAN`] in PostgreSQL's words: `greatest`/`least`, which ignore NULL as SQLite's `max`/`min` of a NULL do not need to.
+const UPDATE_PLAN_POSTGRES: &str = "UPDATE plans SET decisions = decisions + ?2, corrections = corrections + ?3, \
+     superseded = superseded + ?4, max_depth = greatest(max_depth, ?5), \
+     first_decision_id = least(first_decision_id, ?6), \
+     last_decision_id = greatest(last_decision_id, ?7), \
      entries = ?8, head_hash = ?9 WHERE plan_id = ?1";
 const COUNT_TYPES: &str = "INSERT INTO decision_type_counts (decision_type, decisions) VALUES (?1, ?2) \
      ON CONFLICT (decision_type) DO UPDATE SET decisions = decisions + excluded.decisions";
@@ -82,6 +88,18 @@ pub(super) const REACHES: &str = "WITH RECURSIVE succ(id) AS (
      )
      SELECT EXISTS (SELECT 1 FROM succ WHERE id = ?2)";
 
+/// [`REACHES`] for PostgreSQL, which allows one recursive term only.
+pub(super) const REACHES_POSTGRES: &str = "WITH RECURSIVE succ(id) AS (
+         SELECT CAST(?1 AS TEXT)
+         UNION
+         SELECT x.next FROM succ CROSS JOIN LATERAL (
+             SELECT s.superseded_by AS next FROM supersessions s WHERE s.decision_id = succ.id
+             UNION ALL
+             SELECT d.decision_id FROM decisions d WHERE d.corrects_decision_id = succ.id
+         ) x
+     )
+     SELECT EXISTS (SELECT 1 FROM succ WHERE id = ?2)";
+
 /// One row of [`Store::plans`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PlanSummary {
@@ -129,8 +147,15 @@ struct FullCols {
 }
 
 impl Cols {
-    fn of(stmt: &rusqlite::Statement<'_>) -> rusqlite::Result<Cols> {
-        let at = |name: &str| stmt.column_index(name);
+    /// The columns of `sql`'s result (one prepare, cached with the statement).
+    fn of(conn: &Conn, sql: &str) -> Result<Cols> {
+        let names = conn.columns(sql)?;
+        let at = |name: &str| {
+            names
+                .iter()
+                .position(|n| n == name)
+                .ok_or_else(|| Error::Storage(format!("the query has no column {name}").into()))
+        };
         // A query selects either every column or none of the full ones.
         let full = match at("rationale") {
             Err(_) => None,
@@ -160,15 +185,9 @@ impl Cols {
 }
 
 /// Reads a JSON text column without copying it, naming the column when it is not valid.
-fn column_json<T: serde::de::DeserializeOwned>(row: &Row<'_>, idx: usize, name: &str) -> rusqlite::Result<T> {
-    let text = row.get_ref(idx)?.as_str()?;
-    serde_json::from_str(text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(
-            idx,
-            rusqlite::types::Type::Text,
-            format!("column {name}: {e}").into(),
-        )
-    })
+fn column_json<T: serde::de::DeserializeOwned>(row: &Row<'_>, idx: usize, name: &str) -> Result<T> {
+    let text = row.str(idx)?;
+    serde_json::from_str(text).map_err(|e| Error::Storage(format!("column {name}: {e}").into()))
 }
 
 /// A text column holding an id (or NULL), parsed and named like any input's.
@@ -177,12 +196,13 @@ fn id_column<T>(
     idx: usize,
     field: &str,
     parse: fn(&str, &str) -> Result<T>,
-) -> rusqlite::Result<Result<Option<T>>> {
-    Ok(row.get_ref(idx)?.as_str_or_null()?.map(|s| parse(field, s)).transpose())
+) -> Result<Result<Option<T>>> {
+    Ok(row.opt_str(idx)?.map(|s| parse(field, s)).transpose())
 }
 
-/// Rebuilds a decision from a row of `SELECT`, validating it like any input.
-fn from_row(row: &Row<'_>, c: &Cols) -> rusqlite::Result<Result<Decision>> {
+/// Rebuilds a decision from a row of `SELECT`, validating it like any
+/// input: the outer error is the row's (unreadable), the inner one the decision's.
+fn from_row(row: &Row<'_>, c: &Cols) -> Result<Result<Decision>> {
     macro_rules! ok {
         ($e:expr) => {
             match $e {
@@ -191,9 +211,9 @@ fn from_row(row: &Row<'_>, c: &Cols) -> rusqlite::Result<Result<Decision>> {
             }
         };
     }
-    let decision_type = ok!(row.get_ref(c.decision_type)?.as_str()?.parse::<DecisionType>());
-    let decision_id = ok!(DecisionId::parse_field("decision_id", row.get_ref(c.decision_id)?.as_str()?));
-    let plan_id = ok!(PlanId::parse_field("plan_id", row.get_ref(c.plan_id)?.as_str()?));
+    let decision_type = ok!(row.str(c.decision_type)?.parse::<DecisionType>());
+    let decision_id = ok!(DecisionId::parse_field("decision_id", row.str(c.decision_id)?));
+    let plan_id = ok!(PlanId::parse_field("plan_id", row.str(c.plan_id)?));
     let parent_decision_id = ok!(id_column(row, c.parent, "parent_decision_id", DecisionId::parse_field)?);
     let corrects_decision_id = ok!(id_column(row, c.corrects, "corrects_decision_id", DecisionId::parse_field)?);
     let superseded_by = match c.superseded_by {
@@ -204,11 +224,11 @@ fn from_row(row: &Row<'_>, c: &Cols) -> rusqlite::Result<Result<Decision>> {
         decision_id,
         plan_id,
         parent_decision_id,
-        sequence: row.get(c.sequence)?,
+        sequence: ok!(sequence(row.i64(c.sequence)?)),
         decision_type,
-        chosen_option: row.get(c.chosen_option)?,
+        chosen_option: row.string(c.chosen_option)?,
         rationale: String::new(),
-        confidence_score: row.get(c.confidence)?,
+        confidence_score: row.opt_f64(c.confidence)?,
         alternatives: Vec::new(),
         context_snapshot: Default::default(),
         artifacts_produced: Vec::new(),
@@ -220,7 +240,7 @@ fn from_row(row: &Row<'_>, c: &Cols) -> rusqlite::Result<Result<Decision>> {
         metadata: Default::default(),
     };
     if let Some(f) = &c.full {
-        d.rationale = row.get(f.rationale)?;
+        d.rationale = row.string(f.rationale)?;
         d.alternatives = column_json(row, f.alternatives, "alternatives")?;
         d.context_snapshot = column_json(row, f.context_snapshot, "context_snapshot")?;
         d.artifacts_produced = column_json(row, f.artifacts, "artifacts_produced")?;
@@ -235,21 +255,23 @@ fn from_row(row: &Row<'_>, c: &Cols) -> rusqlite::Result<Result<Decision>> {
     Ok(d.check().map(|()| d))
 }
 
+/// A stored sequence number, or the validation error of one out of range.
+fn sequence(n: i64) -> Result<u32> {
+    u32::try_from(n).map_err(|_| Error::validation("sequence", format!("{n} is out of range")))
+}
+
 /// Every decision a query for one plan returns, decoded with [`from_row`],
 /// with the plan's supersession links.
-fn rows_of_plan(conn: &Connection, sql: &str, plan: PlanId) -> Result<Vec<Decision>> {
+fn rows_of_plan(conn: &Conn, sql: &str, plan: PlanId) -> Result<Vec<Decision>> {
     let plan = plan.to_string();
-    let mut stmt = conn.prepare_cached(sql).map_err(storage)?;
-    let cols = Cols::of(&stmt).map_err(storage)?;
+    let cols = Cols::of(conn, sql)?;
     // The kept count sizes the vector once: growing it moves every decision again.
-    let kept: Option<i64> = conn
-        .prepare_cached("SELECT decisions FROM plans WHERE plan_id = ?1")
-        .and_then(|mut s| s.query_row([&plan], |r| r.get(0)).optional())
-        .map_err(storage)?;
+    let kept = conn.query_opt("SELECT decisions FROM plans WHERE plan_id = ?1", vals![&plan], |r| r.i64(0))?;
     let mut decisions = Vec::with_capacity(kept.unwrap_or(0).clamp(0, 1 << 20) as usize);
-    for d in stmt.query_map([&plan], |r| from_row(r, &cols)).map_err(storage)? {
-        decisions.push(d.map_err(storage)??);
-    }
+    conn.for_each(sql, vals![&plan], |r| {
+        decisions.push(from_row(r, &cols)??);
+        Ok(())
+    })?;
     match link_plan(conn, &plan, &mut decisions)?.into_iter().next() {
         Some((_, e)) => Err(e),
         None => Ok(decisions),
@@ -260,13 +282,11 @@ fn rows_of_plan(conn: &Connection, sql: &str, plan: PlanId) -> Result<Vec<Decisi
 /// a plan's few links instead of a lookup for each of its many decisions.
 /// Returns (decision id, error) for each link that does not decode or
 /// names its own decision; those decisions are left out of `decisions`.
-fn link_plan(conn: &Connection, plan: &str, decisions: &mut Vec<Decision>) -> Result<Vec<(String, Error)>> {
+fn link_plan(conn: &Conn, plan: &str, decisions: &mut Vec<Decision>) -> Result<Vec<(String, Error)>> {
     let mut links: IdMap<DecisionId, DecisionId> = IdMap::default();
     let mut bad = Vec::new();
-    let mut stmt = conn.prepare_cached(PLAN_LINKS).map_err(storage)?;
-    let mut rows = stmt.query([plan]).map_err(storage)?;
-    while let Some(row) = rows.next().map_err(storage)? {
-        let (old, new): (String, String) = (row.get(0).map_err(storage)?, row.get(1).map_err(storage)?);
+    let rows = conn.query_vec(PLAN_LINKS, vals![plan], |r| Ok((r.string(0)?, r.string(1)?)))?;
+    for (old, new) in rows {
         match (DecisionId::parse_field("decision_id", &old), DecisionId::parse_field("superseded_by", &new)) {
             (Ok(o), Ok(_)) if old == new => {
                 links.remove(&o);
@@ -289,24 +309,21 @@ fn link_plan(conn: &Connection, plan: &str, decisions: &mut Vec<Decision>) -> Re
     Ok(bad)
 }
 
-/// Translates a failed insert into the rule it broke.
-fn insert_error(d: &Decision, e: rusqlite::Error) -> Error {
-    let message = match &e {
-        rusqlite::Error::SqliteFailure(_, Some(m)) => m.clone(),
-        _ => return storage(e),
-    };
-    if message.contains("decisions.decision_id") {
-        return Error::DuplicateDecision(d.decision_id().to_string());
+/// Translates a failed insert into the rule it broke: SQLite names the
+/// columns of the unique index, PostgreSQL the constraint.
+fn insert_error(d: &Decision, e: EngineError) -> Error {
+    match e.unique_violation().as_deref() {
+        Some("decisions.decision_id" | "decisions_pkey") => Error::DuplicateDecision(d.decision_id().to_string()),
+        Some(m) if m.contains("decisions.plan_id, decisions.sequence") || m == "decisions_plan_id_sequence_key" => {
+            Error::DuplicateSequence { plan_id: d.plan_id().to_string(), sequence: d.sequence() }
+        }
+        _ => e.into_error(),
     }
-    if message.contains("decisions.plan_id, decisions.sequence") {
-        return Error::DuplicateSequence { plan_id: d.plan_id().to_string(), sequence: d.sequence() };
-    }
-    storage(e)
 }
 
 /// The plan and depth of a stored decision (one index lookup).
-fn plan_of(tx: &Connection, id: &str) -> rusqlite::Result<Option<(String, Option<i64>)>> {
-    tx.prepare_cached(PLAN_OF)?.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional()
+fn plan_of(tx: &Conn, id: &str) -> Result<Option<(String, Option<i64>)>> {
+    tx.query_opt(PLAN_OF, vals![id], |r| Ok((r.string(0)?, r.opt_i64(1)?)))
 }
 
 /// A plan's chain head and the changes to its kept counts in this transaction.
@@ -340,18 +357,13 @@ pub(crate) struct Ledger {
 const REMEMBERED: usize = 1 << 16;
 
 impl Ledger {
-    fn plan(&mut self, tx: &Connection, plan: PlanId) -> Result<&mut PlanState> {
+    fn plan(&mut self, tx: &Conn, plan: PlanId) -> Result<&mut PlanState> {
         let vacant = match self.plans.entry(plan) {
             std::collections::hash_map::Entry::Occupied(known) => return Ok(known.into_mut()),
             std::collections::hash_map::Entry::Vacant(vacant) => vacant,
         };
         let plan_id = plan.to_string();
-        let head: Option<(i64, String)> = tx
-            .prepare_cached(PLAN_HEAD)
-            .map_err(storage)?
-            .query_row([&plan_id], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()
-            .map_err(storage)?;
+        let head = tx.query_opt(PLAN_HEAD, vals![&plan_id], |r| Ok((r.i64(0)?, r.string(1)?)))?;
         let (stored, entries, head) = match head {
             None => (false, 0, integrity::GENESIS),
             Some((n, hex)) => (true, n, kept_head(&plan_id, &hex)?),
@@ -370,11 +382,9 @@ impl Ledger {
     }
 
     /// Where the next entry of `plan` goes; nothing changes until [`Ledger::appended`].
-    fn next_entry(&mut self, tx: &Connection, plan: PlanId, content: &Hash) -> Result<Entry> {
+    fn next_entry(&mut self, tx: &Conn, plan: PlanId, content: &Hash) -> Result<Entry> {
         if self.log.is_none() {
-            let n: i64 =
-                tx.prepare_cached(LOG_LENGTH).map_err(storage)?.query_row([], |r| r.get(0)).map_err(storage)?;
-            self.log = Some(n);
+            self.log = Some(tx.query_one(LOG_LENGTH, &[], |r| r.i64(0))?);
         }
         let log_index = self.log.expect("loaded above") + 1;
         let state = self.plan(tx, plan)?;
@@ -391,11 +401,11 @@ impl Ledger {
     }
 
     /// Checks that a referenced decision is stored in `plan`; returns its depth.
-    fn reference(&self, tx: &Connection, field: &'static str, id: DecisionId, plan: PlanId) -> Result<i64> {
+    fn reference(&self, tx: &Conn, field: &'static str, id: DecisionId, plan: PlanId) -> Result<i64> {
         let (other_plan, depth) = match self.inserted.get(&id) {
             Some(&(p, depth)) if p == plan => return Ok(depth),
             Some(&(p, depth)) => (p.to_string(), Some(depth)),
-            None => plan_of(tx, &id.to_string()).map_err(storage)?.ok_or_else(|| Error::MissingReference {
+            None => plan_of(tx, &id.to_string())?.ok_or_else(|| Error::MissingReference {
                 field,
                 id: id.to_string(),
                 plan_id: plan.to_string(),
@@ -410,32 +420,30 @@ impl Ledger {
     }
 
     /// Writes the chain heads and counts, then forgets them: call before every commit.
-    pub(crate) fn flush(&mut self, tx: &Connection) -> Result<()> {
+    pub(crate) fn flush(&mut self, tx: &Conn) -> Result<()> {
         if let Some(n) = self.log.take() {
-            tx.prepare_cached("UPDATE store_log SET entries = ?1 WHERE id = 1")
-                .map_err(storage)?
-                .execute([n])
-                .map_err(storage)?;
+            tx.execute("UPDATE store_log SET entries = ?1 WHERE id = 1", vals![n])?;
         }
+        let update_plan = if tx.is_postgres() { UPDATE_PLAN_POSTGRES } else { UPDATE_PLAN };
         for (plan, s) in self.plans.drain().filter(|(_, s)| s.decisions > 0 || s.superseded > 0) {
-            tx.prepare_cached(if s.stored { UPDATE_PLAN } else { INSERT_PLAN })
-                .map_err(storage)?
-                .execute(params![
-                    plan.to_string(),
+            let (first, last) = (s.first.map(|d| d.to_string()), s.last.map(|d| d.to_string()));
+            tx.execute(
+                if s.stored { update_plan } else { INSERT_PLAN },
+                vals![
+                    &plan.to_string(),
                     s.decisions,
                     s.corrections,
                     s.superseded,
                     s.max_depth,
-                    s.first.map(|d| d.to_string()),
-                    s.last.map(|d| d.to_string()),
+                    &first,
+                    &last,
                     s.entries,
-                    integrity::to_hex(&s.head),
-                ])
-                .map_err(storage)?;
+                    &integrity::to_hex(&s.head),
+                ],
+            )?;
         }
-        let mut count = tx.prepare_cached(COUNT_TYPES).map_err(storage)?;
         for (t, n) in self.types.drain() {
-            count.execute(params![t.as_str(), n]).map_err(storage)?;
+            tx.execute(COUNT_TYPES, vals![t.as_str(), n])?;
         }
         self.inserted.clear();
         Ok(())
@@ -458,15 +466,15 @@ struct Entry {
 /// Inserts one decision row (not its supersession link), after checking
 /// that its parent and corrected decision are stored in its plan, as the
 /// next entry of its plan's chain. Nothing changes when it fails.
-pub(crate) fn insert_row(tx: &Transaction<'_>, ledger: &mut Ledger, d: &Decision) -> Result<()> {
+pub(crate) fn insert_row(tx: &Conn, ledger: &mut Ledger, d: &Decision) -> Result<()> {
     let mut insert = insert_statement(tx)?;
     insert_prepared(tx, &mut insert, ledger, d, &PreparedRow::of(d))
 }
 
 /// The prepared INSERT of a decision row: hold it across the rows of a
 /// batch, since taking it from the statement cache hashes the SQL text twice.
-pub(crate) fn insert_statement<'t>(tx: &'t Transaction<'_>) -> Result<CachedStatement<'t>> {
-    tx.prepare_cached(INSERT).map_err(storage)
+pub(crate) fn insert_statement(tx: &Conn) -> Result<Stmt<'_>> {
+    tx.prepare(INSERT)
 }
 
 /// The column texts and content hash of a decision row: everything about
@@ -529,8 +537,8 @@ impl PreparedRow {
 
 /// [`insert_row`] with the row's texts and hash computed already (by [`PreparedRow::of`] on `d`).
 pub(crate) fn insert_prepared(
-    tx: &Transaction<'_>,
-    insert: &mut Statement<'_>,
+    tx: &Conn,
+    insert: &mut Stmt<'_>,
     ledger: &mut Ledger,
     d: &Decision,
     row: &PreparedRow,
@@ -557,8 +565,9 @@ pub(crate) fn insert_prepared(
         content_hex,
     } = row;
     let entry = ledger.next_entry(tx, d.plan_id(), content)?;
+    let chain_hex = integrity::to_hex(&entry.chain_hash);
     insert
-        .execute(params![
+        .execute_raw(vals![
             id,
             plan,
             parent,
@@ -577,7 +586,7 @@ pub(crate) fn insert_prepared(
             depth,
             content_hex,
             entry.chain_index,
-            integrity::to_hex(&entry.chain_hash),
+            &chain_hex,
             entry.log_index,
         ])
         .map_err(|e| insert_error(d, e))?;
@@ -597,11 +606,9 @@ pub(crate) fn insert_prepared(
 }
 
 /// Reads one decision inside a transaction.
-pub(crate) fn get_in(tx: &rusqlite::Connection, id: DecisionId) -> Result<Option<Decision>> {
-    let mut stmt = tx.prepare_cached(DECISION_BY_ID).map_err(storage)?;
-    let cols = Cols::of(&stmt).map_err(storage)?;
-    let row = stmt.query_row([id.to_string()], |r| from_row(r, &cols)).optional().map_err(storage)?;
-    row.transpose()
+pub(crate) fn get_in(tx: &Conn, id: DecisionId) -> Result<Option<Decision>> {
+    let cols = Cols::of(tx, DECISION_BY_ID)?;
+    tx.query_opt(DECISION_BY_ID, vals![&id.to_string()], |r| from_row(r, &cols))?.transpose()
 }
 
 /// Decoded decisions, and (id, error) for rows that do not decode.
@@ -609,41 +616,29 @@ pub(crate) type LenientRows = (Vec<Decision>, Vec<(String, Error)>);
 
 /// Every row of a plan, decoded where possible: the decisions, and the id
 /// and error of each row that does not decode (for `check`). One query.
-pub(crate) fn plan_rows_lenient(conn: &Connection, plan: &str) -> Result<LenientRows> {
-    let mut stmt = conn.prepare_cached(PLAN_ROWS).map_err(storage)?;
-    let cols = Cols::of(&stmt).map_err(storage)?;
-    let mut rows = stmt.query([plan]).map_err(storage)?;
+pub(crate) fn plan_rows_lenient(conn: &Conn, plan: &str) -> Result<LenientRows> {
+    let cols = Cols::of(conn, PLAN_ROWS)?;
     let (mut good, mut bad) = (Vec::new(), Vec::new());
-    while let Some(row) = rows.next().map_err(storage)? {
-        let id: String = row.get(cols.decision_id).map_err(storage)?;
+    conn.for_each(PLAN_ROWS, vals![plan], |row| {
+        let id = row.string(cols.decision_id)?;
         match from_row(row, &cols) {
             Ok(Ok(d)) => good.push(d),
-            Ok(Err(e)) => bad.push((id, e)),
-            Err(e) => bad.push((id, Error::Storage(Box::new(e)))),
+            Ok(Err(e)) | Err(e) => bad.push((id, e)),
         }
-    }
-    drop(rows);
+        Ok(())
+    })?;
     bad.extend(link_plan(conn, plan, &mut good)?);
     Ok((good, bad))
 }
 
 /// Records "`old` was replaced by `new`" after checking both ends and cycles.
 /// Returns false when the same link was already stored.
-pub(crate) fn link_supersession(
-    tx: &Transaction<'_>,
-    ledger: &mut Ledger,
-    old: DecisionId,
-    new: DecisionId,
-) -> Result<bool> {
+pub(crate) fn link_supersession(tx: &Conn, ledger: &mut Ledger, old: DecisionId, new: DecisionId) -> Result<bool> {
     // Only the plan and the current link of `old` are needed, not the whole row.
-    let (old_plan, current): (String, Option<String>) = tx
-        .prepare_cached(LINK_OF)
-        .map_err(storage)?
-        .query_row([old.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()
-        .map_err(storage)?
+    let (old_plan, current) = tx
+        .query_opt(LINK_OF, vals![&old.to_string()], |r| Ok((r.string(0)?, r.opt_string(1)?)))?
         .ok_or_else(|| Error::DecisionNotFound(old.to_string()))?;
-    let new_plan = plan_of(tx, &new.to_string()).map_err(storage)?.map(|(p, _)| p);
+    let new_plan = plan_of(tx, &new.to_string())?.map(|(p, _)| p);
     let new_plan = new_plan.ok_or_else(|| Error::MissingReference {
         field: "superseded_by",
         id: new.to_string(),
@@ -666,11 +661,8 @@ pub(crate) fn link_supersession(
         return Err(Error::validation("superseded_by", "a decision cannot supersede itself"));
     }
     // Would `old` be reachable from `new` through corrections and supersessions?
-    let cycle: bool = tx
-        .prepare_cached(REACHES)
-        .map_err(storage)?
-        .query_row([new.to_string(), old.to_string()], |r| r.get(0))
-        .map_err(storage)?;
+    let reaches = if tx.is_postgres() { REACHES_POSTGRES } else { REACHES };
+    let cycle = tx.query_one(reaches, vals![&new.to_string(), &old.to_string()], |r| r.bool(0))?;
     if cycle {
         return Err(Error::Cycle(format!(
             "superseding {old} by {new} would form a cycle: {new} already leads back to {old}"
@@ -681,18 +673,10 @@ pub(crate) fn link_supersession(
     let plan = PlanId::parse_field("plan_id", &old_plan)?;
     let entry = ledger.next_entry(tx, plan, &content)?;
     let chain_hash = integrity::to_hex(&entry.chain_hash);
-    tx.prepare_cached(INSERT_SUPERSESSION)
-        .map_err(storage)?
-        .execute(params![
-            old,
-            new,
-            old_plan,
-            integrity::to_hex(&content),
-            entry.chain_index,
-            chain_hash,
-            entry.log_index
-        ])
-        .map_err(storage)?;
+    tx.execute(
+        INSERT_SUPERSESSION,
+        vals![&old, &new, &old_plan, &integrity::to_hex(&content), entry.chain_index, &chain_hash, entry.log_index],
+    )?;
     ledger.appended(plan, &entry).superseded += 1;
     Ok(true)
 }
@@ -804,17 +788,12 @@ impl Store {
             Some(p) => (PLAN_ROWS, Some(p.to_string())),
             None => (ALL_ROWS, None),
         };
-        let mut stmt = self.conn.prepare_cached(sql).map_err(storage)?;
-        let cols = Cols::of(&stmt).map_err(storage)?;
-        let mut rows = match &arg {
-            Some(a) => stmt.query([a]),
-            None => stmt.query([]),
-        }
-        .map_err(storage)?;
-        while let Some(row) = rows.next().map_err(storage)? {
-            f(from_row(row, &cols).map_err(storage)??)?;
-        }
-        Ok(())
+        let cols = Cols::of(&self.conn, sql)?;
+        let params = match &arg {
+            Some(a) => vals![a],
+            None => &[],
+        };
+        self.conn.for_each(sql, params, |row| f(from_row(row, &cols)??))
     }
 
     /// The plan's decision tree, rebuilt from its rows.
@@ -853,9 +832,8 @@ impl Store {
     /// [`Error::DecisionNotFound`] when no such decision is stored.
     pub fn tree_of(&self, id: DecisionId) -> Result<DecisionTree> {
         self.read_snapshot(|store| {
-            let (plan, _) = plan_of(&store.conn, &id.to_string())
-                .map_err(storage)?
-                .ok_or_else(|| Error::DecisionNotFound(id.to_string()))?;
+            let (plan, _) =
+                plan_of(&store.conn, &id.to_string())?.ok_or_else(|| Error::DecisionNotFound(id.to_string()))?;
             store.decision_tree(PlanId::parse(&plan)?)
         })
     }
@@ -893,29 +871,22 @@ impl Store {
     /// # Errors
     /// [`Error::Storage`] when rows cannot be read.
     pub fn plans(&self) -> Result<Vec<PlanSummary>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT plan_id, decisions, max_depth, corrections, superseded, first_decision_id, last_decision_id
-                 FROM plans ORDER BY plan_id",
-            )
-            .map_err(storage)?;
-        let mut rows = stmt.query([]).map_err(storage)?;
-        let mut out = Vec::new();
-        while let Some(r) = rows.next().map_err(storage)? {
-            let first: String = r.get("first_decision_id").map_err(storage)?;
-            let last: String = r.get("last_decision_id").map_err(storage)?;
-            out.push(PlanSummary {
-                plan_id: PlanId::parse(&r.get::<_, String>("plan_id").map_err(storage)?)?,
-                decisions: r.get("decisions").map_err(storage)?,
-                max_depth: r.get("max_depth").map_err(storage)?,
-                corrections: r.get("corrections").map_err(storage)?,
-                superseded: r.get("superseded").map_err(storage)?,
-                first_ms: DecisionId::parse(&first)?.timestamp_ms(),
-                last_ms: DecisionId::parse(&last)?.timestamp_ms(),
-            });
-        }
-        Ok(out)
+        self.conn.query_vec(
+            "SELECT plan_id, decisions, max_depth, corrections, superseded, first_decision_id, last_decision_id
+             FROM plans ORDER BY plan_id",
+            &[],
+            |r| {
+                Ok(PlanSummary {
+                    plan_id: PlanId::parse(r.str(0)?)?,
+                    decisions: count(r, 1)?,
+                    max_depth: count(r, 2)?,
+                    corrections: count(r, 3)?,
+                    superseded: count(r, 4)?,
+                    first_ms: DecisionId::parse(r.str(5)?)?.timestamp_ms(),
+                    last_ms: DecisionId::parse(r.str(6)?)?.timestamp_ms(),
+                })
+            },
+        )
     }
 
     /// Counts of decisions by type, and of corrections and supersessions,
@@ -926,22 +897,21 @@ impl Store {
     pub fn decision_counts(&self) -> Result<DecisionCounts> {
         self.read_snapshot(|store| {
             let mut by_type = std::collections::BTreeMap::new();
-            let mut stmt = store
-                .conn
-                .prepare_cached("SELECT decision_type, decisions FROM decision_type_counts WHERE decisions > 0")
-                .map_err(storage)?;
-            for row in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?))).map_err(storage)? {
-                let (t, n) = row.map_err(storage)?;
-                by_type.insert(t.parse::<DecisionType>()?, n);
-            }
-            let (plans, corrections, supersessions): (u64, u64, u64) = store
-                .conn
-                .query_row(
-                    "SELECT count(*), coalesce(sum(corrections), 0), coalesce(sum(superseded), 0) FROM plans",
-                    [],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .map_err(storage)?;
+            store.conn.for_each(
+                "SELECT decision_type, decisions FROM decision_type_counts WHERE decisions > 0",
+                &[],
+                |r| {
+                    by_type.insert(r.str(0)?.parse::<DecisionType>()?, count(r, 1)?);
+                    Ok(())
+                },
+            )?;
+            // PostgreSQL's sum of BIGINT is NUMERIC: cast it back.
+            let (plans, corrections, supersessions) = store.conn.query_one(
+                "SELECT count(*), CAST(coalesce(sum(corrections), 0) AS BIGINT), \
+                 CAST(coalesce(sum(superseded), 0) AS BIGINT) FROM plans",
+                &[],
+                |r| Ok((count(r, 0)?, count(r, 1)?, count(r, 2)?)),
+            )?;
             Ok(DecisionCounts { plans, decisions: by_type.values().sum(), corrections, supersessions, by_type })
         })
     }
@@ -955,19 +925,13 @@ impl Store {
     /// kept head is not a hash.
     pub fn digest(&self) -> Result<Digest> {
         self.read_snapshot(|store| {
-            let mut stmt = store
-                .conn
-                .prepare_cached("SELECT plan_id, entries, head_hash FROM plans ORDER BY plan_id")
-                .map_err(storage)?;
-            let mut plans = Vec::new();
-            let mut rows = stmt.query([]).map_err(storage)?;
-            while let Some(r) = rows.next().map_err(storage)? {
-                let (plan, entries, head): (String, u64, String) =
-                    (r.get(0).map_err(storage)?, r.get(1).map_err(storage)?, r.get(2).map_err(storage)?);
-                let hash = kept_head(&plan, &head)?;
-                plans.push(Anchor { scope: AnchorScope::Plan(plan), entries, hash });
-            }
-            let entries: u64 = store.conn.query_row(LOG_LENGTH, [], |r| r.get(0)).map_err(storage)?;
+            let plans =
+                store.conn.query_vec("SELECT plan_id, entries, head_hash FROM plans ORDER BY plan_id", &[], |r| {
+                    let plan = r.string(0)?;
+                    let hash = kept_head(&plan, r.str(2)?)?;
+                    Ok(Anchor { scope: AnchorScope::Plan(plan), entries: count(r, 1)?, hash })
+                })?;
+            let entries = store.conn.query_one(LOG_LENGTH, &[], |r| count(r, 0))?;
             let hash = integrity::store_digest(plans.iter().map(|a| match &a.scope {
                 AnchorScope::Plan(p) => (p.as_str(), a.entries, &a.hash),
                 AnchorScope::Store => unreachable!("plan anchors only"),
@@ -975,6 +939,12 @@ impl Store {
             Ok(Digest { store: Anchor { scope: AnchorScope::Store, entries, hash }, plans })
         })
     }
+}
+
+/// A count column, which is never negative in a store written by this library.
+fn count(r: &Row<'_>, i: usize) -> Result<u64> {
+    let n = r.i64(i)?;
+    u64::try_from(n).map_err(|_| Error::Corrupt(format!("a count of {n}; run `dstore check`")))
 }
 
 /// What [`Store::digest`] returns: one anchor for the store, one per plan.

@@ -11,12 +11,12 @@ use std::io::{BufRead, Read, Write};
 use std::ops::Range;
 use std::sync::mpsc;
 
-use rusqlite::{Statement, Transaction};
 use serde::Serialize;
 
+use super::db::{Conn, Stmt, Tx};
 use super::decisions::{get_in, insert_prepared, insert_statement, link_supersession, Ledger, PreparedRow};
 use super::graph::{upsert_edges_in, upsert_nodes_in};
-use super::{storage, Store};
+use super::Store;
 use crate::decision::{Decision, DecisionId, PlanId};
 use crate::error::{Error, Result};
 use crate::uko::{UkoEdge, UkoNode};
@@ -211,7 +211,7 @@ trait ImportState {
     /// number, in order: a run of lines within one transaction.
     fn record<'a>(
         &mut self,
-        tx: &Transaction<'_>,
+        tx: &Conn,
         source: usize,
         items: impl Iterator<Item = (u64, &'a Self::Item)>,
         report: &mut ImportReport,
@@ -219,7 +219,7 @@ trait ImportState {
     where
         Self::Item: 'a;
     /// Runs before every commit.
-    fn before_commit(&mut self, _tx: &Transaction<'_>) -> Result<()> {
+    fn before_commit(&mut self, _tx: &Conn) -> Result<()> {
         Ok(())
     }
     /// Runs after the last line, before the last commit.
@@ -239,7 +239,7 @@ impl ImportState for Pending {
 
     fn record<'a>(
         &mut self,
-        tx: &Transaction<'_>,
+        tx: &Conn,
         _: usize,
         items: impl Iterator<Item = (u64, &'a Self::Item)>,
         report: &mut ImportReport,
@@ -251,7 +251,7 @@ impl ImportState for Pending {
         Ok(())
     }
 
-    fn before_commit(&mut self, tx: &Transaction<'_>) -> Result<()> {
+    fn before_commit(&mut self, tx: &Conn) -> Result<()> {
         self.ledger.flush(tx)
     }
 
@@ -286,7 +286,7 @@ impl ImportState for GraphImport {
 
     fn record<'a>(
         &mut self,
-        tx: &Transaction<'_>,
+        tx: &Conn,
         _: usize,
         items: impl Iterator<Item = (u64, &'a GraphItem)>,
         report: &mut ImportReport,
@@ -307,8 +307,8 @@ impl Pending {
     /// Stores one record and everything that was waiting for it.
     fn place(
         &mut self,
-        tx: &Transaction<'_>,
-        insert: &mut Statement<'_>,
+        tx: &Conn,
+        insert: &mut Stmt<'_>,
         line: u64,
         d: &Decision,
         row: &PreparedRow,
@@ -332,8 +332,8 @@ impl Pending {
     /// waits for when its parent or corrected decision is not stored yet.
     fn place_one(
         &mut self,
-        tx: &Transaction<'_>,
-        insert: &mut Statement<'_>,
+        tx: &Conn,
+        insert: &mut Stmt<'_>,
         line: u64,
         d: &Decision,
         row: &PreparedRow,
@@ -374,7 +374,7 @@ impl Pending {
 
     fn link(
         &mut self,
-        tx: &Transaction<'_>,
+        tx: &Conn,
         line: u64,
         old: DecisionId,
         new: DecisionId,
@@ -393,11 +393,11 @@ impl Pending {
 }
 
 impl Store {
-    fn begin(&mut self) -> Result<Transaction<'_>> {
+    fn begin(&self) -> Result<Tx<'_>> {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
-        self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(storage)
+        self.conn.begin_write()
     }
 
     /// Imports decisions from JSON Lines (the interchange format).
@@ -592,7 +592,7 @@ impl Store {
                     in_batch += run.len() as u64;
                     if in_batch == batch {
                         state.before_commit(&tx)?;
-                        tx.commit().map_err(storage)?;
+                        tx.commit()?;
                         reports[owner].batches += 1;
                         in_batch = 0;
                         tx = self.begin()?;
@@ -618,12 +618,12 @@ impl Store {
             if let Err(e) = state.finish() {
                 if options.batch.is_some() && in_batch > 0 {
                     state.before_commit(&tx)?;
-                    tx.commit().map_err(storage)?;
+                    tx.commit()?;
                 }
                 return Err(e);
             }
             state.before_commit(&tx)?;
-            tx.commit().map_err(storage)?;
+            tx.commit()?;
             if in_batch > 0 || reports.iter().all(|r| r.batches == 0) {
                 reports[owner].batches += 1;
             }

@@ -6,13 +6,11 @@
 //! projection touches only the nodes it reaches, whatever the graph's size.
 
 use std::collections::HashMap;
-use std::rc::Rc;
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
-use super::{storage, Store};
+use super::db::{vals, Conn, Row};
+use super::Store;
 use crate::decision::IdMap;
 use crate::error::{Error, Result};
 use crate::uko::{views_version, Direction, GraphSource, NodeKey, NodeRecord, NodeView, UkoEdge, UkoGraph, UkoNode};
@@ -50,82 +48,66 @@ pub struct Neighbour {
     pub direction: Direction,
 }
 
-fn key_array(keys: &[NodeKey]) -> Rc<Vec<SqlValue>> {
-    Rc::new(keys.iter().map(|&k| SqlValue::Integer(k)).collect())
-}
-
-fn text_array(items: &[String]) -> Rc<Vec<SqlValue>> {
-    Rc::new(items.iter().map(|s| SqlValue::Text(s.clone())).collect())
+/// A view's depth as stored.
+fn view_depth(r: &Row<'_>, i: usize) -> Result<u32> {
+    let d = r.i64(i)?;
+    u32::try_from(d).map_err(|_| Error::Corrupt(format!("a view depth of {d}; run `dstore check`")))
 }
 
 /// Adds or replaces nodes and their views inside a transaction.
-pub(crate) fn upsert_nodes_in(conn: &Connection, nodes: &[UkoNode]) -> Result<()> {
-    let mut upsert = conn
-        .prepare_cached(
-            "INSERT INTO uko_nodes (uri, domain, kind, label, version, resource_uri) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT (uri) DO UPDATE SET domain = excluded.domain, kind = excluded.kind, label = excluded.label,
-                 version = excluded.version, resource_uri = excluded.resource_uri
-             RETURNING node_id",
-        )
-        .map_err(storage)?;
-    let mut clear = conn.prepare_cached("DELETE FROM uko_node_views WHERE node_id = ?1").map_err(storage)?;
-    let mut view = conn
-        .prepare_cached("INSERT INTO uko_node_views (node_id, depth, content) VALUES (?1, ?2, ?3)")
-        .map_err(storage)?;
+pub(crate) fn upsert_nodes_in(conn: &Conn, nodes: &[UkoNode]) -> Result<()> {
+    let mut upsert = conn.prepare(
+        "INSERT INTO uko_nodes (uri, domain, kind, label, version, resource_uri) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (uri) DO UPDATE SET domain = excluded.domain, kind = excluded.kind, label = excluded.label,
+             version = excluded.version, resource_uri = excluded.resource_uri
+         RETURNING node_id",
+    )?;
+    let mut clear = conn.prepare("DELETE FROM uko_node_views WHERE node_id = ?1")?;
+    let mut view = conn.prepare("INSERT INTO uko_node_views (node_id, depth, content) VALUES (?1, ?2, ?3)")?;
     for node in nodes {
         node.validate()?;
-        let id: i64 = upsert
-            .query_row(params![node.uri, node.domain, node.kind, node.label, node.version, node.resource_uri], |r| {
-                r.get(0)
-            })
-            .map_err(storage)?;
-        clear.execute([id]).map_err(storage)?;
+        let id = upsert
+            .query_opt(
+                vals![&node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri],
+                |r| r.i64(0),
+            )?
+            .ok_or_else(|| Error::Storage("the node upsert returned no key".into()))?;
+        clear.execute(vals![id])?;
         for v in &node.views {
-            view.execute(params![id, v.depth, v.content]).map_err(storage)?;
+            view.execute(vals![id, v.depth, &v.content])?;
         }
     }
     Ok(())
 }
 
 /// Removes nodes, their views and every edge touching them, inside a transaction.
-pub(crate) fn remove_nodes_in(conn: &Connection, uris: &[String]) -> Result<usize> {
-    let mut stmt = conn.prepare_cached(RESOLVE).map_err(storage)?;
-    let keys: Vec<NodeKey> = stmt
-        .query_map([text_array(uris)], |r| r.get(1))
-        .map_err(storage)?
-        .collect::<rusqlite::Result<_>>()
-        .map_err(storage)?;
-    let array = key_array(&keys);
+pub(crate) fn remove_nodes_in(conn: &Conn, uris: &[String]) -> Result<usize> {
+    let keys: Vec<NodeKey> = conn.query_vec(RESOLVE, vals![uris], |r| r.i64(1))?;
     for sql in [
         "DELETE FROM uko_edges WHERE source_id IN rarray(?1)",
         "DELETE FROM uko_edges WHERE target_id IN rarray(?1)",
         "DELETE FROM uko_node_views WHERE node_id IN rarray(?1)",
         "DELETE FROM uko_nodes WHERE node_id IN rarray(?1)",
     ] {
-        conn.prepare_cached(sql).map_err(storage)?.execute([array.clone()]).map_err(storage)?;
+        conn.execute(sql, vals![&keys[..]])?;
     }
     Ok(keys.len())
 }
 
 /// Adds edges (or updates their weight) inside a transaction.
-pub(crate) fn upsert_edges_in(conn: &Connection, edges: &[UkoEdge]) -> Result<()> {
-    let mut find = conn.prepare_cached("SELECT node_id FROM uko_nodes WHERE uri = ?1").map_err(storage)?;
-    let mut upsert = conn
-        .prepare_cached(
-            "INSERT INTO uko_edges (source_id, target_id, relation, weight) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (source_id, relation, target_id) DO UPDATE SET weight = excluded.weight",
-        )
-        .map_err(storage)?;
+pub(crate) fn upsert_edges_in(conn: &Conn, edges: &[UkoEdge]) -> Result<()> {
+    let mut find = conn.prepare("SELECT node_id FROM uko_nodes WHERE uri = ?1")?;
+    let mut upsert = conn.prepare(
+        "INSERT INTO uko_edges (source_id, target_id, relation, weight) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (source_id, relation, target_id) DO UPDATE SET weight = excluded.weight",
+    )?;
     for edge in edges {
         edge.validate()?;
         let mut key = |uri: &str| -> Result<i64> {
-            find.query_row([uri], |r| r.get(0))
-                .optional()
-                .map_err(storage)?
-                .ok_or_else(|| Error::UnknownNode(uri.to_owned()))
+            find.query_opt(vals![uri], |r| r.i64(0))?.ok_or_else(|| Error::UnknownNode(uri.to_owned()))
         };
         let (s, t) = (key(&edge.source)?, key(&edge.target)?);
-        upsert.execute(params![s, t, edge.relation, edge.weight]).map_err(storage)?;
+        upsert.execute(vals![s, t, &edge.relation, edge.weight])?;
     }
     Ok(())
 }
@@ -170,18 +152,13 @@ impl Store {
             if direction != Direction::Both && direction != dir {
                 continue;
             }
-            let mut stmt = self.conn.prepare_cached(sql).map_err(storage)?;
-            let rows = stmt
-                .query_map([key], |r| {
-                    Ok(Neighbour { uri: r.get(0)?, relation: r.get(1)?, weight: r.get(2)?, direction: dir })
-                })
-                .map_err(storage)?;
-            for n in rows {
-                let n = n.map_err(storage)?;
+            self.conn.for_each(sql, vals![key], |r| {
+                let n = Neighbour { uri: r.string(0)?, relation: r.string(1)?, weight: r.opt_f64(2)?, direction: dir };
                 if relations.is_none_or(|rs| rs.contains(&n.relation)) {
                     out.push(n);
                 }
-            }
+                Ok(())
+            })?;
         }
         Ok(out)
     }
@@ -191,9 +168,7 @@ impl Store {
     /// # Errors
     /// [`Error::Storage`] when the table cannot be read.
     pub fn known_uris(&self, uris: &[String]) -> Result<std::collections::HashSet<String>> {
-        let mut stmt = self.conn.prepare_cached(RESOLVE).map_err(storage)?;
-        let rows = stmt.query_map([text_array(uris)], |r| r.get::<_, String>(0)).map_err(storage)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(storage)
+        Ok(self.conn.query_vec(RESOLVE, vals![uris], |r| r.string(0))?.into_iter().collect())
     }
 
     /// Removes nodes with their views and every edge that touches them, in
@@ -224,19 +199,15 @@ impl Store {
     /// stored node: one query, and one more (through [`GraphSource::records`])
     /// for the views of the nodes given no version.
     fn node_states(&self, uris: &[String]) -> Result<HashMap<String, (String, String)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT node_id, uri, kind, version FROM uko_nodes WHERE uri IN rarray(?1)")
-            .map_err(storage)?;
         let mut states = HashMap::with_capacity(uris.len());
         let mut unversioned: Vec<(NodeKey, String, String)> = Vec::new();
-        let rows = stmt
-            .query_map([text_array(uris)], |r| {
-                Ok((r.get::<_, NodeKey>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get(3)?))
-            })
-            .map_err(storage)?;
+        let rows = self.conn.query_vec(
+            "SELECT node_id, uri, kind, version FROM uko_nodes WHERE uri IN rarray(?1)",
+            vals![uris],
+            |r| Ok((r.i64(0)?, r.string(1)?, r.string(2)?, r.opt_string(3)?)),
+        )?;
         for row in rows {
-            match row.map_err(storage)? {
+            match row {
                 (_, uri, kind, Some(version)) => {
                     states.insert(uri, (kind, version));
                 }
@@ -307,11 +278,9 @@ impl Store {
     /// # Errors
     /// [`Error::Storage`] when the tables cannot be read.
     pub fn graph_counts(&self) -> Result<GraphCounts> {
-        self.conn
-            .query_row("SELECT (SELECT count(*) FROM uko_nodes), (SELECT count(*) FROM uko_edges)", [], |r| {
-                Ok(GraphCounts { nodes: r.get(0)?, edges: r.get(1)? })
-            })
-            .map_err(storage)
+        self.conn.query_one("SELECT (SELECT count(*) FROM uko_nodes), (SELECT count(*) FROM uko_edges)", &[], |r| {
+            Ok(GraphCounts { nodes: r.i64(0)?.max(0) as u64, edges: r.i64(1)?.max(0) as u64 })
+        })
     }
 
     /// Every node with its views, ordered by URI, streamed to `f`.
@@ -319,37 +288,30 @@ impl Store {
     /// # Errors
     /// The first error of reading or of `f`.
     pub fn for_each_node(&self, mut f: impl FnMut(UkoNode) -> Result<()>) -> Result<()> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT n.uri, n.domain, n.kind, n.label, n.version, n.resource_uri, v.depth, v.content
-                 FROM uko_nodes n LEFT JOIN uko_node_views v ON v.node_id = n.node_id
-                 ORDER BY n.uri, v.depth",
-            )
-            .map_err(storage)?;
-        let mut rows = stmt.query([]).map_err(storage)?;
         let mut current: Option<UkoNode> = None;
-        while let Some(r) = rows.next().map_err(storage)? {
-            let uri: String = r.get(0).map_err(storage)?;
-            if current.as_ref().is_none_or(|n| n.uri != uri) {
-                if let Some(done) = current.take() {
-                    f(done)?;
+        self.conn.for_each(
+            "SELECT n.uri, n.domain, n.kind, n.label, n.version, n.resource_uri, v.depth, v.content
+             FROM uko_nodes n LEFT JOIN uko_node_views v ON v.node_id = n.node_id
+             ORDER BY n.uri, v.depth",
+            &[],
+            |r| {
+                let uri = r.str(0)?;
+                if current.as_ref().is_none_or(|n| n.uri != uri) {
+                    if let Some(done) = current.take() {
+                        f(done)?;
+                    }
+                    let mut node = UkoNode::new(uri, r.str(1)?, r.str(2)?, r.str(3)?);
+                    node.version = r.opt_string(4)?;
+                    node.resource_uri = r.opt_string(5)?;
+                    current = Some(node);
                 }
-                let mut node = UkoNode::new(
-                    uri,
-                    r.get::<_, String>(1).map_err(storage)?,
-                    r.get::<_, String>(2).map_err(storage)?,
-                    r.get::<_, String>(3).map_err(storage)?,
-                );
-                node.version = r.get(4).map_err(storage)?;
-                node.resource_uri = r.get(5).map_err(storage)?;
-                current = Some(node);
-            }
-            if let Some(depth) = r.get::<_, Option<u32>>(6).map_err(storage)? {
-                let content: String = r.get(7).map_err(storage)?;
-                current.as_mut().expect("set above").views.push(NodeView { depth, content });
-            }
-        }
+                if r.opt_i64(6)?.is_some() {
+                    let view = NodeView { depth: view_depth(r, 6)?, content: r.string(7)? };
+                    current.as_mut().expect("set above").views.push(view);
+                }
+                Ok(())
+            },
+        )?;
         if let Some(done) = current {
             f(done)?;
         }
@@ -361,22 +323,13 @@ impl Store {
     /// # Errors
     /// The first error of reading or of `f`.
     pub fn for_each_edge(&self, mut f: impl FnMut(UkoEdge) -> Result<()>) -> Result<()> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT source, target, relation, weight FROM uko_edge_list ORDER BY source, relation, target",
-            )
-            .map_err(storage)?;
-        let mut rows = stmt.query([]).map_err(storage)?;
-        while let Some(r) = rows.next().map_err(storage)? {
-            f(UkoEdge {
-                source: r.get(0).map_err(storage)?,
-                target: r.get(1).map_err(storage)?,
-                relation: r.get(2).map_err(storage)?,
-                weight: r.get(3).map_err(storage)?,
-            })?;
-        }
-        Ok(())
+        self.conn.for_each(
+            "SELECT source, target, relation, weight FROM uko_edge_list ORDER BY source, relation, target",
+            &[],
+            |r| {
+                f(UkoEdge { source: r.string(0)?, target: r.string(1)?, relation: r.string(2)?, weight: r.opt_f64(3)? })
+            },
+        )
     }
 
     /// The whole stored graph in memory (petgraph).
@@ -393,12 +346,8 @@ impl Store {
 
 impl GraphSource for Store {
     fn resolve(&self, uris: &[String]) -> Result<Vec<NodeKey>> {
-        let mut stmt = self.conn.prepare_cached(RESOLVE).map_err(storage)?;
-        let found: HashMap<String, NodeKey> = stmt
-            .query_map([text_array(uris)], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(storage)?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(storage)?;
+        let found: HashMap<String, NodeKey> =
+            self.conn.query_vec(RESOLVE, vals![uris], |r| Ok((r.string(0)?, r.i64(1)?)))?.into_iter().collect();
         uris.iter().map(|u| found.get(u).copied().ok_or_else(|| Error::UnknownNode(u.clone()))).collect()
     }
 
@@ -409,23 +358,20 @@ impl GraphSource for Store {
         relations: Option<&[String]>,
     ) -> Result<Vec<(NodeKey, NodeKey)>> {
         let mut out = Vec::new();
-        let keys = key_array(frontier);
-        let rels = relations.map(text_array);
+        let keys = vals![frontier];
         for (dir, plain, filtered) in
             [(Direction::Outgoing, EXPAND_OUT, EXPAND_OUT_REL), (Direction::Incoming, EXPAND_IN, EXPAND_IN_REL)]
         {
             if direction != Direction::Both && direction != dir {
                 continue;
             }
-            let mut stmt = self.conn.prepare_cached(if rels.is_some() { filtered } else { plain }).map_err(storage)?;
-            let map = |r: &rusqlite::Row<'_>| Ok((r.get::<_, NodeKey>(0)?, r.get::<_, NodeKey>(1)?));
-            let rows = match &rels {
-                Some(rels) => stmt.query_map(params![keys.clone(), rels.clone()], map),
-                None => stmt.query_map(params![keys.clone()], map),
-            }
-            .map_err(storage)?;
-            for pair in rows {
-                out.push(pair.map_err(storage)?);
+            let push = |r: &Row<'_>| {
+                out.push((r.i64(0)?, r.i64(1)?));
+                Ok(())
+            };
+            match relations {
+                Some(rels) => self.conn.for_each(filtered, vals![frontier, rels], push)?,
+                None => self.conn.for_each(plain, keys, push)?,
             }
         }
         out.sort_unstable();
@@ -434,35 +380,26 @@ impl GraphSource for Store {
     }
 
     fn records(&self, keys: &[NodeKey], with_views: bool) -> Result<Vec<NodeRecord>> {
-        let array = key_array(keys);
-        let mut stmt = self.conn.prepare_cached(RECORDS).map_err(storage)?;
         let mut by_key: IdMap<NodeKey, NodeRecord> = IdMap::with_capacity_and_hasher(keys.len(), Default::default());
-        let rows = stmt
-            .query_map([array.clone()], |r| {
-                let key: NodeKey = r.get(0)?;
-                Ok((
-                    key,
-                    NodeRecord { key, uri: r.get(1)?, domain: r.get(2)?, resource_uri: r.get(3)?, views: Vec::new() },
-                ))
-            })
-            .map_err(storage)?;
-        for row in rows {
-            let (key, record) = row.map_err(storage)?;
+        self.conn.for_each(RECORDS, vals![keys], |r| {
+            let key = r.i64(0)?;
+            let record = NodeRecord {
+                key,
+                uri: r.string(1)?,
+                domain: r.string(2)?,
+                resource_uri: r.opt_string(3)?,
+                views: Vec::new(),
+            };
             by_key.insert(key, record);
-        }
+            Ok(())
+        })?;
         if with_views {
-            let mut stmt = self.conn.prepare_cached(VIEWS).map_err(storage)?;
-            let rows = stmt
-                .query_map([array], |r| {
-                    Ok((r.get::<_, NodeKey>(0)?, NodeView { depth: r.get(1)?, content: r.get(2)? }))
-                })
-                .map_err(storage)?;
-            for row in rows {
-                let (key, view) = row.map_err(storage)?;
-                if let Some(rec) = by_key.get_mut(&key) {
-                    rec.views.push(view);
+            self.conn.for_each(VIEWS, vals![keys], |r| {
+                if let Some(rec) = by_key.get_mut(&r.i64(0)?) {
+                    rec.views.push(NodeView { depth: view_depth(r, 1)?, content: r.string(2)? });
                 }
-            }
+                Ok(())
+            })?;
         }
         keys.iter().map(|k| by_key.remove(k).ok_or_else(|| Error::UnknownNode(format!("node key {k}")))).collect()
     }

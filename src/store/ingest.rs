@@ -13,11 +13,11 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use rusqlite::{params, Connection};
 use serde::Serialize;
 
+use super::db::{vals, Conn};
 use super::graph::{remove_nodes_in, upsert_edges_in, upsert_nodes_in};
-use super::{storage, Store};
+use super::Store;
 use crate::error::{Error, Result};
 use crate::ingest::{content_version, file_uri, parse_file, FileGraph, Language, Root, SKIPPED_DIRS};
 use crate::uko::UkoEdge;
@@ -165,18 +165,15 @@ fn error_path(e: &ignore::Error, root: &Path) -> String {
 }
 
 /// Replaces one file's nodes and references with `graph`'s, touching only what changed.
-fn sync_file(tx: &Connection, file: &str, graph: FileGraph, report: &mut IngestReport) -> Result<()> {
-    let mut stored: HashMap<String, Option<String>> = HashMap::new();
-    {
-        let mut stmt = tx
-            .prepare_cached("SELECT uri, version FROM uko_nodes WHERE resource_uri = ?1 AND domain = 'uko-code:'")
-            .map_err(storage)?;
-        let rows = stmt.query_map([file], |r| Ok((r.get(0)?, r.get(1)?))).map_err(storage)?;
-        for row in rows {
-            let (uri, version) = row.map_err(storage)?;
-            stored.insert(uri, version);
-        }
-    }
+fn sync_file(tx: &Conn, file: &str, graph: FileGraph, report: &mut IngestReport) -> Result<()> {
+    let stored: HashMap<String, Option<String>> = tx
+        .query_vec(
+            "SELECT uri, version FROM uko_nodes WHERE resource_uri = ?1 AND domain = 'uko-code:'",
+            vals![file],
+            |r| Ok((r.string(0)?, r.opt_string(1)?)),
+        )?
+        .into_iter()
+        .collect();
     let fresh: HashSet<&str> = graph.nodes.iter().map(|n| n.uri.as_str()).collect();
     let gone: Vec<String> = stored.keys().filter(|u| !fresh.contains(u.as_str())).cloned().collect();
     report.nodes_removed += remove_nodes_in(tx, &gone)? as u64;
@@ -188,37 +185,32 @@ fn sync_file(tx: &Connection, file: &str, graph: FileGraph, report: &mut IngestR
         }
         upsert_nodes_in(tx, std::slice::from_ref(node))?;
     }
-    tx.prepare_cached("DELETE FROM uko_code_references WHERE resource_uri = ?1")
-        .map_err(storage)?
-        .execute([file])
-        .map_err(storage)?;
-    let mut insert = tx
-        .prepare_cached(
-            "INSERT OR IGNORE INTO uko_code_references (resource_uri, from_uri, relation, name) VALUES (?1, ?2, ?3, ?4)",
-        )
-        .map_err(storage)?;
+    tx.execute("DELETE FROM uko_code_references WHERE resource_uri = ?1", vals![file])?;
+    let mut insert = tx.prepare(
+        "INSERT INTO uko_code_references (resource_uri, from_uri, relation, name) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT DO NOTHING",
+    )?;
     for r in &graph.references {
-        insert.execute(params![file, r.from, r.relation, r.name]).map_err(storage)?;
+        insert.execute(vals![file, &r.from, r.relation, &r.name])?;
     }
     Ok(())
 }
 
 /// Files whose references say they contain a node that no longer exists:
 /// another file took a URI they define too, and has dropped it since.
-fn orphaned_claims(tx: &Connection) -> Result<HashSet<String>> {
-    let mut stmt = tx
-        .prepare_cached(
-            "SELECT DISTINCT r.resource_uri FROM uko_code_references r
-             WHERE r.relation = 'contains' AND NOT EXISTS (SELECT 1 FROM uko_nodes n WHERE n.uri = r.name)",
-        )
-        .map_err(storage)?;
-    let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(storage)?;
-    rows.collect::<rusqlite::Result<_>>().map_err(storage)
+fn orphaned_claims(tx: &Conn) -> Result<HashSet<String>> {
+    let files = tx.query_vec(
+        "SELECT DISTINCT r.resource_uri FROM uko_code_references r
+         WHERE r.relation = 'contains' AND NOT EXISTS (SELECT 1 FROM uko_nodes n WHERE n.uri = r.name)",
+        &[],
+        |r| r.string(0),
+    )?;
+    Ok(files.into_iter().collect())
 }
 
 /// Removes a file that left the tree: its nodes, their edges, its
 /// references (a sync to an empty file graph).
-fn remove_file(tx: &Connection, file: &str, report: &mut IngestReport) -> Result<()> {
+fn remove_file(tx: &Conn, file: &str, report: &mut IngestReport) -> Result<()> {
     sync_file(tx, file, FileGraph::default(), report)?;
     report.removed_files += 1;
     report.removed.push(file.to_owned());
@@ -300,21 +292,17 @@ fn short_name(uri: &str) -> &str {
 
 /// Resolves every stored reference against the ingested nodes, and writes
 /// the edges that differ from the stored ones.
-fn resolve(tx: &Connection, report: &mut IngestReport) -> Result<()> {
+fn resolve(tx: &Conn, report: &mut IngestReport) -> Result<()> {
     // Ingested nodes: URI -> file, and definitions by short name.
     let mut file_of: HashMap<String, String> = HashMap::new();
     let mut by_name: HashMap<(&'static str, String), Vec<String>> = HashMap::new();
     {
-        let mut stmt = tx
-            .prepare_cached(
-                "SELECT uri, kind, resource_uri FROM uko_nodes WHERE resource_uri IS NOT NULL AND domain = 'uko-code:'",
-            )
-            .map_err(storage)?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))
-            .map_err(storage)?;
-        for row in rows {
-            let (uri, kind, file) = row.map_err(storage)?;
+        let rows = tx.query_vec(
+            "SELECT uri, kind, resource_uri FROM uko_nodes WHERE resource_uri IS NOT NULL AND domain = 'uko-code:'",
+            &[],
+            |r| Ok((r.string(0)?, r.string(1)?, r.string(2)?)),
+        )?;
+        for (uri, kind, file) in rows {
             let group = match kind.as_str() {
                 "function" => Some("function"),
                 "class" => Some("class"),
@@ -340,16 +328,11 @@ fn resolve(tx: &Connection, report: &mut IngestReport) -> Result<()> {
     };
     let mut wanted: BTreeSet<(String, String, String)> = BTreeSet::new();
     {
-        let mut stmt = tx
-            .prepare_cached("SELECT resource_uri, from_uri, relation, name FROM uko_code_references")
-            .map_err(storage)?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
-            })
-            .map_err(storage)?;
-        for row in rows {
-            let (file, from, relation, name) = row.map_err(storage)?;
+        let rows =
+            tx.query_vec("SELECT resource_uri, from_uri, relation, name FROM uko_code_references", &[], |r| {
+                Ok((r.string(0)?, r.string(1)?, r.string(2)?, r.string(3)?))
+            })?;
+        for (file, from, relation, name) in rows {
             if !file_of.contains_key(&from) {
                 continue;
             }
@@ -378,30 +361,24 @@ fn resolve(tx: &Connection, report: &mut IngestReport) -> Result<()> {
             }
         }
     }
-    let mut stored: BTreeSet<(String, String, String)> = BTreeSet::new();
-    {
-        let mut stmt = tx
-            .prepare_cached(
-                "SELECT s.uri, e.relation, t.uri FROM uko_edges e
-                 JOIN uko_nodes s ON s.node_id = e.source_id JOIN uko_nodes t ON t.node_id = e.target_id
-                 WHERE s.resource_uri IS NOT NULL AND s.domain = 'uko-code:'
-                   AND t.resource_uri IS NOT NULL AND t.domain = 'uko-code:'
-                   AND e.relation IN ('contains', 'imports', 'calls', 'inherits', 'implements', 'references')",
-            )
-            .map_err(storage)?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).map_err(storage)?;
-        for row in rows {
-            stored.insert(row.map_err(storage)?);
-        }
-    }
-    let mut delete = tx
-        .prepare_cached(
-            "DELETE FROM uko_edges WHERE source_id = (SELECT node_id FROM uko_nodes WHERE uri = ?1)
-               AND relation = ?2 AND target_id = (SELECT node_id FROM uko_nodes WHERE uri = ?3)",
-        )
-        .map_err(storage)?;
+    let stored: BTreeSet<(String, String, String)> = tx
+        .query_vec(
+            "SELECT s.uri, e.relation, t.uri FROM uko_edges e
+             JOIN uko_nodes s ON s.node_id = e.source_id JOIN uko_nodes t ON t.node_id = e.target_id
+             WHERE s.resource_uri IS NOT NULL AND s.domain = 'uko-code:'
+               AND t.resource_uri IS NOT NULL AND t.domain = 'uko-code:'
+               AND e.relation IN ('contains', 'imports', 'calls', 'inherits', 'implements', 'references')",
+            &[],
+            |r| Ok((r.string(0)?, r.string(1)?, r.string(2)?)),
+        )?
+        .into_iter()
+        .collect();
+    let mut delete = tx.prepare(
+        "DELETE FROM uko_edges WHERE source_id = (SELECT node_id FROM uko_nodes WHERE uri = ?1)
+           AND relation = ?2 AND target_id = (SELECT node_id FROM uko_nodes WHERE uri = ?3)",
+    )?;
     for (s, r, t) in stored.difference(&wanted) {
-        delete.execute(params![s, r, t]).map_err(storage)?;
+        delete.execute(vals![s, r, t])?;
         report.edges_removed += 1;
     }
     let added: Vec<UkoEdge> = wanted
@@ -435,17 +412,14 @@ impl Store {
         let mut report = IngestReport::default();
         let found = walk(root, options, &mut report);
         self.write(|tx, _| {
-            let mut stored: HashMap<String, Option<String>> = HashMap::new();
-            {
-                let mut stmt = tx
-                    .prepare_cached("SELECT uri, version FROM uko_nodes WHERE kind = 'file' AND resource_uri = uri AND domain = 'uko-code:'")
-                    .map_err(storage)?;
-                let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(storage)?;
-                for row in rows {
-                    let (uri, version) = row.map_err(storage)?;
-                    stored.insert(uri, version);
-                }
-            }
+            let stored: HashMap<String, Option<String>> = tx
+                .query_vec(
+                    "SELECT uri, version FROM uko_nodes WHERE kind = 'file' AND resource_uri = uri AND domain = 'uko-code:'",
+                    &[],
+                    |r| Ok((r.string(0)?, r.opt_string(1)?)),
+                )?
+                .into_iter()
+                .collect();
             let present: HashSet<String> = found.iter().map(|f| f.uri.clone()).collect();
             // A skipped file, or a directory the walk could not read, keeps what it had.
             let skipped: Vec<String> = report.skipped.iter().map(|s| format!("project://{}", s.path)).collect();

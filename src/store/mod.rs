@@ -29,6 +29,7 @@
 //! asks for a whole BFS frontier per query (see `graph`).
 
 mod check;
+pub(crate) mod db;
 mod decisions;
 mod exchange;
 mod graph;
@@ -40,9 +41,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{Error, Result};
+use db::Conn;
 
 pub use check::{Problem, ProblemKind};
 pub use decisions::{DecisionCounts, Digest, PlanSummary};
@@ -55,10 +57,31 @@ mod embedded {
     refinery::embed_migrations!("migrations/sqlite");
 }
 
+mod embedded_postgres {
+    refinery::embed_migrations!("migrations/postgres");
+}
+
 /// `PRAGMA application_id` of a decision store: "DSTR".
 const APPLICATION_ID: i64 = 0x4453_5452;
 /// How long a connection waits for another writer before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `url` without its password, for messages.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let (authority, tail) = rest.split_once('/').map_or((rest, None), |(a, t)| (a, Some(t)));
+    let authority = match authority.rsplit_once('@') {
+        Some((user, host)) => match user.split_once(':') {
+            Some((name, _)) => format!("{name}:***@{host}"),
+            None => authority.to_owned(),
+        },
+        None => authority.to_owned(),
+    };
+    match tail {
+        Some(t) => format!("{scheme}://{authority}/{t}"),
+        None => format!("{scheme}://{authority}"),
+    }
+}
 
 /// The newest schema version this library knows.
 pub fn supported_schema_version() -> i64 {
@@ -68,16 +91,22 @@ pub fn supported_schema_version() -> i64 {
 // `MIGRATIONS`, written by build.rs.
 include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
 
-/// A decision store on one SQLite connection.
+/// A decision store on one connection: a SQLite file, or a PostgreSQL database.
 pub struct Store {
-    conn: Connection,
+    conn: Conn,
     path: Option<PathBuf>,
+    /// The server's URL without its password, for a PostgreSQL store.
+    url: Option<String>,
     read_only: bool,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).field("read_only", &self.read_only).finish()
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .field("url", &self.url)
+            .field("read_only", &self.read_only)
+            .finish()
     }
 }
 
@@ -182,7 +211,7 @@ impl Store {
             return Err(Error::NeedsUpgrade { path: path.to_owned(), found, supported });
         }
         // Per connection, read-only ones too: the checks in queries rely on it.
-        store.conn.pragma_update(None, "foreign_keys", true).map_err(storage)?;
+        store.sqlite()?.pragma_update(None, "foreign_keys", true).map_err(storage)?;
         Ok(store)
     }
 
@@ -198,6 +227,109 @@ impl Store {
         Ok(store)
     }
 
+    /// Connects to a store in a PostgreSQL database
+    /// (`postgres://user[:password]@host[:port]/database`), creating its
+    /// tables in an empty database and applying pending migrations. Many
+    /// processes on many hosts may hold one at once; writes queue on a row
+    /// lock (see `docs/postgres.md`). Only unencrypted connections are made.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when the server cannot be reached, refuses the
+    /// login, or the database holds another application's tables (left
+    /// untouched); [`Error::IncompatibleVersion`] and
+    /// [`Error::MigrationMismatch`] as for files.
+    pub fn connect(url: &str) -> Result<Store> {
+        let mut store = Store::connect_as(url, false)?;
+        store.identify_postgres()?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Connects to an existing PostgreSQL store for reading only: every
+    /// transaction of the session is read-only and no migration runs.
+    ///
+    /// # Errors
+    /// [`Error::NeedsUpgrade`] for a store of an older schema, a
+    /// [`Error::Connect`] naming the URL for a database without a store, and
+    /// the errors of [`Store::connect`].
+    pub fn connect_read_only(url: &str) -> Result<Store> {
+        let store = Store::connect_as(url, true)?;
+        let found = store.identify_postgres()?;
+        let supported = supported_schema_version();
+        if found == 0 {
+            return Err(Error::Connect {
+                url: store.display_url(),
+                reason: "no decision store in this database yet".into(),
+            });
+        }
+        if found < supported {
+            return Err(Error::NeedsUpgrade { path: PathBuf::from(store.display_url()), found, supported });
+        }
+        store.conn.batch("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")?;
+        Ok(store)
+    }
+
+    /// True for a `postgres://` or `postgresql://` URL, which [`Store::connect`]
+    /// takes; anything else is a file path for [`Store::open`].
+    pub fn is_url(target: &str) -> bool {
+        target.starts_with("postgres://") || target.starts_with("postgresql://")
+    }
+
+    fn connect_as(url: &str, read_only: bool) -> Result<Store> {
+        let shown = redact(url);
+        let fail = |reason: String| Error::Connect { url: shown.clone(), reason };
+        let config: postgres::Config = url.parse().map_err(|e| fail(format!("not a PostgreSQL URL: {e}")))?;
+        let client = config.connect(postgres::NoTls).map_err(|e| {
+            let reason = match e.as_db_error() {
+                Some(db) => db.message().to_owned(),
+                None => std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string()),
+            };
+            fail(format!("cannot connect: {reason}"))
+        })?;
+        let conn = Conn::Postgres(Box::new(db::Pg::new(client)));
+        // Notices (such as "relation already exists, skipping") are the server's business.
+        conn.batch("SET client_min_messages = warning")?;
+        Ok(Store { conn, path: None, url: Some(shown), read_only })
+    }
+
+    fn display_url(&self) -> String {
+        self.url.clone().unwrap_or_default()
+    }
+
+    /// The PostgreSQL counterpart of `identify`: the schema version of the
+    /// database's store (0 for a database without tables), refusing other
+    /// applications' tables and newer or diverging schemas.
+    fn identify_postgres(&self) -> Result<i64> {
+        let (history, log, tables) = self.conn.query_one(
+            "SELECT to_regclass('refinery_schema_history') IS NOT NULL, to_regclass('store_log') IS NOT NULL, \
+             (SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema())",
+            &[],
+            |r| Ok((r.bool(0)?, r.bool(1)?, r.i64(2)?)),
+        )?;
+        if !history {
+            if tables == 0 {
+                return Ok(0);
+            }
+            return Err(Error::Connect {
+                url: self.display_url(),
+                reason: "the database holds tables of another application, not a decision store".into(),
+            });
+        }
+        let found = self.schema_version()?;
+        if found > 0 && !log {
+            return Err(Error::Connect {
+                url: self.display_url(),
+                reason: "the database holds another application's migrations, not a decision store".into(),
+            });
+        }
+        let supported = supported_schema_version();
+        if found > supported {
+            return Err(Error::IncompatibleVersion { path: PathBuf::from(self.display_url()), found, supported });
+        }
+        self.verify_history()?;
+        Ok(found)
+    }
+
     /// Settings of every connection, read-only ones included: the busy
     /// timeout, `rarray()` and the hash functions.
     fn new(conn: Connection, path: Option<PathBuf>, read_only: bool) -> Result<Store> {
@@ -205,7 +337,12 @@ impl Store {
         // rarray(): bind a whole id list as one parameter (BFS frontiers).
         rusqlite::vtab::array::load_module(&conn).map_err(storage)?;
         integrity::register_functions(&conn).map_err(storage)?;
-        Ok(Store { conn, path, read_only })
+        Ok(Store { conn: Conn::Sqlite(conn), path, url: None, read_only })
+    }
+
+    /// The SQLite connection, for the settings only SQLite has.
+    fn sqlite(&self) -> Result<&Connection> {
+        self.conn.sqlite().ok_or_else(|| Error::Storage("a SQLite setting asked of a PostgreSQL store".into()))
     }
 
     /// Sets this connection's page cache (SQLite's `cache_size`) to `kib` KiB.
@@ -219,12 +356,31 @@ impl Store {
     /// # Errors
     /// [`Error::Storage`] if SQLite refuses the setting.
     pub fn set_cache_kib(&self, kib: u32) -> Result<()> {
-        self.conn.pragma_update(None, "cache_size", -i64::from(kib.max(1))).map_err(storage)
+        match self.conn.sqlite() {
+            Some(c) => c.pragma_update(None, "cache_size", -i64::from(kib.max(1))).map_err(storage),
+            // The server's buffers are the server's.
+            None => Ok(()),
+        }
     }
 
-    /// The file behind the store (`None` in memory).
+    /// The file behind the store (`None` in memory and on PostgreSQL).
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
+    }
+
+    /// The server behind a PostgreSQL store, as `postgres://user@host:port/db`
+    /// (no password); `None` for SQLite.
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_deref()
+    }
+
+    /// `"sqlite"` or `"postgres"`.
+    pub fn backend(&self) -> &'static str {
+        if self.conn.is_postgres() {
+            "postgres"
+        } else {
+            "sqlite"
+        }
     }
 
     /// True when opened with [`Store::open_read_only`].
@@ -233,7 +389,11 @@ impl Store {
     }
 
     fn display_path(&self) -> PathBuf {
-        self.path.clone().unwrap_or_else(|| PathBuf::from(":memory:"))
+        match (&self.path, &self.url) {
+            (Some(p), _) => p.clone(),
+            (None, Some(url)) => PathBuf::from(url),
+            (None, None) => PathBuf::from(":memory:"),
+        }
     }
 
     /// Checks, by reading only, that an existing SQLite file is a store this
@@ -244,9 +404,10 @@ impl Store {
             Some(rusqlite::ErrorCode::NotADatabase) => Error::NotSqlite { path: self.display_path() },
             _ => storage(e),
         };
-        let app_id: i64 = self.conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(not_sqlite)?;
+        let conn = self.sqlite()?;
+        let app_id: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(not_sqlite)?;
         let objects: i64 =
-            self.conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(not_sqlite)?;
+            conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(not_sqlite)?;
         if app_id != APPLICATION_ID {
             if app_id == 0 && objects == 0 {
                 return Ok(None);
@@ -269,17 +430,15 @@ impl Store {
     /// only when a migration is pending; this runs on every open, so a file
     /// whose recorded history differs from the library's is never written.
     fn verify_history(&self) -> Result<()> {
+        let list = if self.conn.is_postgres() { PG_MIGRATIONS } else { MIGRATIONS };
         let known: std::collections::HashMap<i64, (&str, &str)> =
-            MIGRATIONS.iter().map(|&(version, name, checksum)| (version, (name, checksum))).collect();
-        let mut stmt = self
-            .conn
-            .prepare("SELECT version, name, checksum FROM refinery_schema_history ORDER BY version")
-            .map_err(storage)?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))
-            .map_err(storage)?;
-        for row in rows {
-            let (version, name, found) = row.map_err(storage)?;
+            list.iter().map(|&(version, name, checksum)| (version, (name, checksum))).collect();
+        let rows = self.conn.query_vec(
+            "SELECT version, name, checksum FROM refinery_schema_history ORDER BY version",
+            &[],
+            |r| Ok((r.i64(0)?, r.string(1)?, r.string(2)?)),
+        )?;
+        for (version, name, found) in rows {
             let expected = match known.get(&version) {
                 Some((n, checksum)) if *n == name && *checksum == found => continue,
                 Some((_, checksum)) => checksum.to_string(),
@@ -292,23 +451,24 @@ impl Store {
 
     /// Connection settings for a writable store; run outside any transaction.
     fn configure(&self) -> Result<()> {
+        let conn = self.sqlite()?;
         // Statement journals in memory, not in temp files: every INSERT into
         // a table with triggers keeps one, a write per page in a file.
         // Not for readers: with it, a projection after a plan's tree on the
         // same connection took 133 ms instead of 95 (measured, cause unknown);
         // `check` sets it for its own sorts.
-        self.conn.pragma_update(None, "temp_store", "MEMORY").map_err(storage)?;
+        conn.pragma_update(None, "temp_store", "MEMORY").map_err(storage)?;
         // 32 MiB of page cache (SQLite's default is 2 MiB): bulk imports touch
         // four indexes, and a small cache spills them to the WAL repeatedly.
         // Not for readers: a short read pays for every page of a larger cache
         // as fresh memory (measured: `tree` 16 -> 21 ms, `project` 95 -> 121 ms).
-        self.conn.pragma_update(None, "cache_size", -32_768).map_err(storage)?;
+        conn.pragma_update(None, "cache_size", -32_768).map_err(storage)?;
         // 8 KiB pages for new files (a no-op on existing ones): a decision row
         // is about 1.5 KiB, and 4 KiB pages hold two of them with a quarter
         // of each page unused (measured: a 100k import writes 18 % less, 4 % faster).
-        self.conn.pragma_update(None, "page_size", 8192).map_err(storage)?;
+        conn.pragma_update(None, "page_size", 8192).map_err(storage)?;
         // WAL: readers and the writer do not block each other, and a commit is one append.
-        let mode: String = self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(storage)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(storage)?;
         if self.path.is_some() && !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::Storage(
                 format!("{}: SQLite refused write-ahead logging (journal mode {mode})", self.display_path().display())
@@ -316,9 +476,9 @@ impl Store {
             ));
         }
         // Enforce REFERENCES on every connection (SQLite's default is off).
-        self.conn.pragma_update(None, "foreign_keys", true).map_err(storage)?;
+        conn.pragma_update(None, "foreign_keys", true).map_err(storage)?;
         // NORMAL is durable in WAL mode except for the last commits on power loss, and much faster than FULL.
-        self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(storage)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(storage)?;
         Ok(())
     }
 
@@ -326,8 +486,17 @@ impl Store {
         if self.schema_version()? == supported_schema_version() {
             return Ok(());
         }
-        let runner = embedded::migrations::runner().set_abort_divergent(true).set_abort_missing(true);
-        if let Err(e) = runner.run(&mut self.conn) {
+        let outcome = match &mut self.conn {
+            Conn::Sqlite(c) => {
+                embedded::migrations::runner().set_abort_divergent(true).set_abort_missing(true).run(c).map(drop)
+            }
+            Conn::Postgres(pg) => embedded_postgres::migrations::runner()
+                .set_abort_divergent(true)
+                .set_abort_missing(true)
+                .run(&mut *pg.client())
+                .map(drop),
+        };
+        if let Err(e) = outcome {
             // Another process may have migrated the same file meanwhile.
             if self.schema_version()? != supported_schema_version() {
                 return Err(Error::Storage(Box::new(e)));
@@ -341,20 +510,15 @@ impl Store {
     /// # Errors
     /// [`Error::Storage`] if the history table cannot be read.
     pub fn schema_version(&self) -> Result<i64> {
-        let has_history: bool = self
-            .conn
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'refinery_schema_history')",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(storage)?;
-        if !has_history {
+        let has_history = if self.conn.is_postgres() {
+            "SELECT to_regclass('refinery_schema_history') IS NOT NULL"
+        } else {
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'refinery_schema_history')"
+        };
+        if !self.conn.query_one(has_history, &[], |r| r.bool(0))? {
             return Ok(0);
         }
-        self.conn
-            .query_row("SELECT coalesce(max(version), 0) FROM refinery_schema_history", [], |r| r.get(0))
-            .map_err(storage)
+        self.conn.query_one("SELECT coalesce(max(version), 0) FROM refinery_schema_history", &[], |r| r.i64(0))
     }
 
     /// The SQLite library version in use.
@@ -362,21 +526,18 @@ impl Store {
         rusqlite::version()
     }
 
-    /// Runs `f` in a write transaction started with `BEGIN IMMEDIATE`;
-    /// writes the ledger's chain heads and counts and commits when it
-    /// returns `Ok`, rolls back otherwise.
-    fn write<T>(
-        &mut self,
-        f: impl FnOnce(&rusqlite::Transaction<'_>, &mut decisions::Ledger) -> Result<T>,
-    ) -> Result<T> {
+    /// Runs `f` in a write transaction (see [`Conn::begin_write`] for how
+    /// writers queue); writes the ledger's chain heads and counts and
+    /// commits when it returns `Ok`, rolls back otherwise.
+    fn write<T>(&mut self, f: impl FnOnce(&Conn, &mut decisions::Ledger) -> Result<T>) -> Result<T> {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(storage)?;
+        let tx = self.conn.begin_write()?;
         let mut ledger = decisions::Ledger::default();
         let out = f(&tx, &mut ledger)?;
         ledger.flush(&tx)?;
-        tx.commit().map_err(storage)?;
+        tx.commit()?;
         Ok(out)
     }
 
@@ -386,14 +547,12 @@ impl Store {
     /// # Errors
     /// The error of `f`, or [`Error::Storage`] when the transaction cannot start.
     pub fn read_snapshot<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
-        if !self.conn.is_autocommit() {
+        if self.conn.in_transaction() {
             return f(self);
         }
-        let tx = self.conn.unchecked_transaction().map_err(storage)?;
-        // A deferred transaction takes its snapshot at the first read: take it now.
-        tx.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())).map_err(storage)?;
+        let tx = self.conn.begin_read()?;
         let out = f(self);
-        tx.finish().map_err(storage)?;
+        tx.commit()?;
         out
     }
 
@@ -403,14 +562,16 @@ impl Store {
     /// [`Error::Storage`] when the checks cannot run.
     pub fn storage_problems(&self) -> Result<Vec<String>> {
         let mut problems = Vec::new();
-        let mut stmt = self.conn.prepare("PRAGMA integrity_check").map_err(storage)?;
+        // PostgreSQL checks its pages and enforces every REFERENCES itself.
+        let Some(conn) = self.conn.sqlite() else { return Ok(problems) };
+        let mut stmt = conn.prepare("PRAGMA integrity_check").map_err(storage)?;
         for row in stmt.query_map([], |r| r.get::<_, String>(0)).map_err(storage)? {
             let line = row.map_err(storage)?;
             if line != "ok" {
                 problems.push(format!("integrity: {line}"));
             }
         }
-        let mut stmt = self.conn.prepare("PRAGMA foreign_key_check").map_err(storage)?;
+        let mut stmt = conn.prepare("PRAGMA foreign_key_check").map_err(storage)?;
         // The rowid is NULL for WITHOUT ROWID tables; their rows are named by the dangling-link checks.
         let rows = stmt
             .query_map([], |r| {
@@ -491,13 +652,14 @@ mod tests {
     #[test]
     fn the_page_cache_is_set_in_kib_and_check_restores_it() {
         let store = Store::open_in_memory().unwrap();
-        let cache = |s: &Store| -> i64 { s.conn.query_row("PRAGMA cache_size", [], |r| r.get(0)).unwrap() };
+        let cache =
+            |s: &Store| -> i64 { s.sqlite().unwrap().query_row("PRAGMA cache_size", [], |r| r.get(0)).unwrap() };
         assert_eq!(cache(&store), -32_768, "writers get 32 MiB");
         store.set_cache_kib(256).unwrap();
         assert_eq!(cache(&store), -256);
         assert_eq!(store.check().unwrap(), vec![]);
         assert_eq!(cache(&store), -256, "check's larger cache lasts only while it runs");
-        let temp = |s: &Store| -> i64 { s.conn.query_row("PRAGMA temp_store", [], |r| r.get(0)).unwrap() };
+        let temp = |s: &Store| -> i64 { s.sqlite().unwrap().query_row("PRAGMA temp_store", [], |r| r.get(0)).unwrap() };
         assert_eq!(temp(&store), 2, "writers keep statement journals in memory");
     }
 
@@ -511,7 +673,7 @@ mod tests {
         let ours: Vec<(i64, String, String)> =
             MIGRATIONS.iter().map(|&(v, n, c)| (v, n.to_owned(), c.to_owned())).collect();
         assert_eq!(ours, refinery);
-        assert_eq!(supported_schema_version(), 6);
+        assert_eq!(supported_schema_version(), 7);
     }
 
     #[test]
@@ -534,7 +696,7 @@ mod tests {
             decisions::REACHES,
         ];
         for sql in queries {
-            let mut stmt = store.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let mut stmt = store.sqlite().unwrap().prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
             let nulls = vec![rusqlite::types::Value::Null; stmt.parameter_count()];
             let plan: Vec<String> = stmt
                 .query_map(rusqlite::params_from_iter(nulls), |r| r.get::<_, String>(3))
