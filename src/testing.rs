@@ -552,9 +552,27 @@ impl BuiltPlan {
 pub struct TempStore {
     dir: Option<tempfile::TempDir>,
     path: PathBuf,
+    /// A store in a schema of its own on a PostgreSQL server instead of the file.
+    server: Option<TempSchema>,
     store: Option<Store>,
     keep_on_failure: bool,
 }
+
+/// A throwaway schema on a PostgreSQL server.
+#[derive(Debug)]
+struct TempSchema {
+    /// The server's URL, as given.
+    server: String,
+    schema: String,
+    /// `server` with the schema as the session's search path.
+    url: String,
+}
+
+/// The environment variable that names a PostgreSQL server for
+/// [`TempStore::for_tests`]: `postgres://user@host:port/db`.
+pub const POSTGRES_URL_VAR: &str = "DSTORE_TEST_POSTGRES_URL";
+/// Set to `postgres` to make [`TempStore::for_tests`] use the server.
+pub const BACKEND_VAR: &str = "DSTORE_TEST_BACKEND";
 
 impl TempStore {
     /// A new, empty store file.
@@ -565,7 +583,54 @@ impl TempStore {
         let dir = tempfile::Builder::new().prefix("decision-store-").tempdir()?;
         let path = dir.path().join("store.db");
         let store = Store::open(&path)?;
-        Ok(TempStore { dir: Some(dir), path, store: Some(store), keep_on_failure: false })
+        Ok(TempStore { dir: Some(dir), path, server: None, store: Some(store), keep_on_failure: false })
+    }
+
+    /// A new, empty store in a schema of its own (`dstore_test_<ulid>`) on
+    /// the PostgreSQL server at `server_url`, dropped with the value.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when the server cannot be reached or refuses to
+    /// create the schema.
+    pub fn on_server(server_url: &str) -> Result<TempStore> {
+        let schema = format!("dstore_test_{}", ulid::Ulid::new().to_string().to_lowercase());
+        admin(server_url, &format!("CREATE SCHEMA {schema}"))?;
+        let separator = if server_url.contains('?') { '&' } else { '?' };
+        let url = format!("{server_url}{separator}options=-csearch_path%3D{schema}");
+        let dir = tempfile::Builder::new().prefix("decision-store-").tempdir()?;
+        let path = dir.path().join("store.db");
+        let mut temp = TempStore {
+            dir: Some(dir),
+            path,
+            server: Some(TempSchema { server: server_url.to_owned(), schema, url }),
+            store: None,
+            keep_on_failure: false,
+        };
+        temp.store()?;
+        Ok(temp)
+    }
+
+    /// The store a test suite asks for: on the PostgreSQL server named by
+    /// `DSTORE_TEST_POSTGRES_URL` when `DSTORE_TEST_BACKEND=postgres`, else
+    /// a file ([`TempStore::new`]).
+    ///
+    /// # Errors
+    /// The errors of [`TempStore::new`] and [`TempStore::on_server`], and
+    /// [`Error::Connect`] when the server is asked for but not named.
+    pub fn for_tests() -> Result<TempStore> {
+        if std::env::var(BACKEND_VAR).as_deref() != Ok("postgres") {
+            return TempStore::new();
+        }
+        let url = std::env::var(POSTGRES_URL_VAR).map_err(|_| Error::Connect {
+            url: String::new(),
+            reason: format!("{BACKEND_VAR}=postgres needs {POSTGRES_URL_VAR}"),
+        })?;
+        TempStore::on_server(&url)
+    }
+
+    /// The URL of the store's schema on the server, `None` for a file.
+    pub fn url(&self) -> Option<&str> {
+        self.server.as_ref().map(|s| s.url.as_str())
     }
 
     /// Keeps the files when the test fails (panics).
@@ -585,7 +650,10 @@ impl TempStore {
     /// The errors of [`Store::open`].
     pub fn store(&mut self) -> Result<&mut Store> {
         if self.store.is_none() {
-            self.store = Some(Store::open(&self.path)?);
+            self.store = Some(match &self.server {
+                Some(s) => Store::connect(&s.url)?,
+                None => Store::open(&self.path)?,
+            });
         }
         Ok(self.store.as_mut().expect("opened above"))
     }
@@ -608,6 +676,14 @@ impl TempStore {
 impl Drop for TempStore {
     fn drop(&mut self) {
         self.store = None;
+        if let Some(s) = &self.server {
+            if self.keep_on_failure && std::thread::panicking() {
+                eprintln!("decision-store: kept the failed test's store at {}", s.url);
+            } else if let Err(e) = admin(&s.server, &format!("DROP SCHEMA {} CASCADE", s.schema)) {
+                eprintln!("decision-store: could not drop the test schema {}: {e}", s.schema);
+            }
+            return;
+        }
         if self.keep_on_failure && std::thread::panicking() {
             if let Some(dir) = self.dir.take() {
                 let kept = dir.keep();
@@ -615,6 +691,13 @@ impl Drop for TempStore {
             }
         }
     }
+}
+
+/// Runs one statement on the server as the URL's user.
+fn admin(server_url: &str, sql: &str) -> Result<()> {
+    let fail = |e: postgres::Error| Error::Connect { url: server_url.to_owned(), reason: e.to_string() };
+    let mut client = postgres::Client::connect(server_url, postgres::NoTls).map_err(fail)?;
+    client.batch_execute(&format!("SET client_min_messages = warning; {sql}")).map_err(fail)
 }
 
 // ------------------------------------------------------------------ assertions

@@ -283,6 +283,16 @@ pub(crate) fn pg_storage(e: postgres::Error) -> Error {
     Error::Storage(Box::new(e))
 }
 
+/// PostgreSQL's text cannot hold U+0000 (SQLite's can): refuse it by
+/// field name before the server refuses it by byte. JSON columns are not
+/// affected: JSON writes the character as `\u0000`.
+pub(crate) fn no_nul(field: &str, text: &str) -> Result<()> {
+    if text.contains('\0') {
+        return Err(Error::validation(field, "holds the NUL character (U+0000), which PostgreSQL text cannot store"));
+    }
+    Ok(())
+}
+
 /// `?N` -> `$N` and `IN rarray(?N)` -> `= ANY($N)`, outside quoted text.
 pub(crate) fn to_postgres(sql: &str) -> String {
     let sql = sql.replace("IN rarray(?", "= ANY(?");

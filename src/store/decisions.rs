@@ -38,7 +38,7 @@ const UPDATE_PLAN_POSTGRES: &str = "UPDATE plans SET decisions = decisions + ?2,
      last_decision_id = greatest(last_decision_id, ?7), \
      entries = ?8, head_hash = ?9 WHERE plan_id = ?1";
 const COUNT_TYPES: &str = "INSERT INTO decision_type_counts (decision_type, decisions) VALUES (?1, ?2) \
-     ON CONFLICT (decision_type) DO UPDATE SET decisions = decisions + excluded.decisions";
+     ON CONFLICT (decision_type) DO UPDATE SET decisions = decision_type_counts.decisions + excluded.decisions";
 
 /// The columns of a decision row, for `from_row`.
 macro_rules! decision_columns {
@@ -90,7 +90,7 @@ pub(super) const REACHES: &str = "WITH RECURSIVE succ(id) AS (
 
 /// [`REACHES`] for PostgreSQL, which allows one recursive term only.
 pub(super) const REACHES_POSTGRES: &str = "WITH RECURSIVE succ(id) AS (
-         SELECT CAST(?1 AS TEXT)
+         SELECT CAST(?1 AS TEXT) COLLATE \"C\"
          UNION
          SELECT x.next FROM succ CROSS JOIN LATERAL (
              SELECT s.superseded_by AS next FROM supersessions s WHERE s.decision_id = succ.id
@@ -564,6 +564,10 @@ pub(crate) fn insert_prepared(
         content,
         content_hex,
     } = row;
+    if tx.is_postgres() {
+        super::db::no_nul("chosen_option", d.chosen_option())?;
+        super::db::no_nul("rationale", d.rationale())?;
+    }
     let entry = ledger.next_entry(tx, d.plan_id(), content)?;
     let chain_hex = integrity::to_hex(&entry.chain_hash);
     insert

@@ -66,6 +66,16 @@ pub(crate) fn upsert_nodes_in(conn: &Conn, nodes: &[UkoNode]) -> Result<()> {
     let mut view = conn.prepare("INSERT INTO uko_node_views (node_id, depth, content) VALUES (?1, ?2, ?3)")?;
     for node in nodes {
         node.validate()?;
+        if conn.is_postgres() {
+            for (field, text) in
+                [("uri", &node.uri), ("domain", &node.domain), ("kind", &node.kind), ("label", &node.label)]
+            {
+                super::db::no_nul(field, text)?;
+            }
+            for v in &node.views {
+                super::db::no_nul("views.content", &v.content)?;
+            }
+        }
         let id = upsert
             .query_opt(
                 vals![&node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri],
@@ -103,6 +113,9 @@ pub(crate) fn upsert_edges_in(conn: &Conn, edges: &[UkoEdge]) -> Result<()> {
     )?;
     for edge in edges {
         edge.validate()?;
+        if conn.is_postgres() {
+            super::db::no_nul("relation", &edge.relation)?;
+        }
         let mut key = |uri: &str| -> Result<i64> {
             find.query_opt(vals![uri], |r| r.i64(0))?.ok_or_else(|| Error::UnknownNode(uri.to_owned()))
         };

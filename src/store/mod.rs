@@ -673,7 +673,16 @@ mod tests {
         let ours: Vec<(i64, String, String)> =
             MIGRATIONS.iter().map(|&(v, n, c)| (v, n.to_owned(), c.to_owned())).collect();
         assert_eq!(ours, refinery);
+        let refinery: Vec<(i64, String, String)> = embedded_postgres::migrations::runner()
+            .get_migrations()
+            .iter()
+            .map(|m| (i64::from(m.version()), m.name().to_owned(), m.checksum().to_string()))
+            .collect();
+        let ours: Vec<(i64, String, String)> =
+            PG_MIGRATIONS.iter().map(|&(v, n, c)| (v, n.to_owned(), c.to_owned())).collect();
+        assert_eq!(ours, refinery);
         assert_eq!(supported_schema_version(), 7);
+        assert_eq!(PG_MIGRATIONS.last().map(|m| m.0), Some(7), "both dialects have every version");
     }
 
     #[test]

@@ -115,7 +115,7 @@ impl World {
     /// The scenario's store, created on first use.
     pub fn store(&mut self) -> Result<&mut Store, String> {
         if self.temp.is_none() {
-            self.temp = Some(TempStore::new().map_err(|e| e.to_string())?.keep_on_failure());
+            self.temp = Some(TempStore::for_tests().map_err(|e| e.to_string())?.keep_on_failure());
         }
         self.temp.as_mut().expect("created above").store().map_err(|e| e.to_string())
     }
@@ -124,6 +124,27 @@ impl World {
     pub fn reopen(&mut self) -> Result<&mut Store, String> {
         self.store()?;
         self.temp.as_mut().expect("created above").reopen().map_err(|e| e.to_string())
+    }
+
+    /// Runs one statement with a `?1` parameter on the scenario's store
+    /// around the library, as a person with a SQL shell would: on the file
+    /// with SQLite, or on the store's schema on the server.
+    pub fn raw_sql(&mut self, sql: &str, arg: &str) -> Result<Result<(), String>, String> {
+        self.store()?;
+        let temp = self.temp.as_ref().expect("created above");
+        Ok(match temp.url() {
+            Some(url) => {
+                let mut client = postgres::Client::connect(url, postgres::NoTls).map_err(|e| e.to_string())?;
+                client.execute(&sql.replace("?1", "$1"), &[&arg]).map(|_| ()).map_err(|e| match e.as_db_error() {
+                    Some(db) => db.message().to_owned(),
+                    None => e.to_string(),
+                })
+            }
+            None => {
+                let conn = rusqlite::Connection::open(temp.path()).map_err(|e| e.to_string())?;
+                conn.execute(sql, [arg]).map(|_| ()).map_err(|e| e.to_string())
+            }
+        })
     }
 
     pub fn plan(&mut self) -> PlanId {
