@@ -197,6 +197,287 @@ fn the_server_refuses_what_the_file_refuses(url: &str) {
     refused(c, "UPDATE supersessions SET superseded_by = decision_id", &[], "append-only");
 }
 
+// ---------------------------------------------------------------- the store on the server
+
+use decision_store::testing::{PlanBuilder, TempStore};
+use decision_store::{Decision, DecisionId, DecisionType, Error, PlanId};
+use std::process::{Command, Stdio};
+
+const DSTORE: &str = env!("CARGO_BIN_EXE_dstore");
+
+fn dstore(args: &[&str]) -> std::process::Output {
+    Command::new(DSTORE).args(args).output().expect("dstore runs")
+}
+
+fn stdout_of(args: &[&str]) -> Vec<u8> {
+    let out = dstore(args);
+    assert!(out.status.success(), "dstore {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+/// `plans` plans of `per_plan` decisions each (a root, then a chain with
+/// corrections and a supersession here and there), as an export file.
+fn decisions_file(dir: &Path, name: &str, plans: usize, per_plan: u32) -> std::path::PathBuf {
+    let mut temp = TempStore::new().unwrap();
+    let store = temp.store().unwrap();
+    for _ in 0..plans {
+        let plan = PlanId::generate();
+        let mut ds: Vec<Decision> = vec![Decision::builder(plan, DecisionType::PromptDefinition, 0).build().unwrap()];
+        for seq in 1..per_plan {
+            let parent = ds[((seq - 1) / 2) as usize].decision_id();
+            let mut b = Decision::builder(plan, DecisionType::ALL[1 + seq as usize % 10], seq)
+                .parent(parent)
+                .chosen_option(format!("option {seq} ' \" ; -- ✓"))
+                .confidence_score(Some(f64::from(seq % 11) / 10.0));
+            if seq % 7 == 0 {
+                b = b.corrects(ds[seq as usize - 1].decision_id());
+            }
+            ds.push(b.build().unwrap());
+        }
+        store.insert_many(&ds).unwrap();
+        store.supersede(ds[1].decision_id(), ds[2].decision_id()).unwrap();
+    }
+    let path = dir.join(name);
+    store.export_decisions(None, std::fs::File::create(&path).unwrap()).unwrap();
+    path
+}
+
+fn a_decisions_file_exports_byte_for_byte(url: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = decisions_file(dir.path(), "d.jsonl", 5, 40);
+    let server = TempStore::on_server(url).unwrap();
+    let target = server.url().unwrap();
+    stdout_of(&["import", target, file.to_str().unwrap()]);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1-demo.decisions.jsonl");
+    stdout_of(&["import", target, fixture.to_str().unwrap()]);
+    let mut expected = std::fs::read(&fixture).unwrap();
+    expected.extend(std::fs::read(&file).unwrap());
+    let sqlite = dir.path().join("s.db");
+    stdout_of(&["import", sqlite.to_str().unwrap(), fixture.to_str().unwrap()]);
+    stdout_of(&["import", sqlite.to_str().unwrap(), file.to_str().unwrap()]);
+    let (on_server, in_file) = (stdout_of(&["export", target]), stdout_of(&["export", sqlite.to_str().unwrap()]));
+    assert!(on_server == in_file, "the server's export differs from the file's");
+    assert_eq!(stdout_of(&["digest", target]), stdout_of(&["digest", sqlite.to_str().unwrap()]));
+    assert_eq!(String::from_utf8(stdout_of(&["check", target])).unwrap().trim(), "ok: no problems found");
+    // Each file on its own is in export order: the store gives back its bytes.
+    let alone = TempStore::on_server(url).unwrap();
+    stdout_of(&["import", alone.url().unwrap(), file.to_str().unwrap()]);
+    assert!(stdout_of(&["export", alone.url().unwrap()]) == std::fs::read(&file).unwrap(), "not byte for byte");
+    drop(expected);
+}
+
+fn copy_round_trips_file_to_server_to_file(url: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source.db");
+    stdout_of(&["demo", source.to_str().unwrap()]);
+    let file = decisions_file(dir.path(), "d.jsonl", 3, 30);
+    stdout_of(&["import", source.to_str().unwrap(), file.to_str().unwrap()]);
+    stdout_of(&["ingest", source.to_str().unwrap(), concat!(env!("CARGO_MANIFEST_DIR"), "/src/ingest")]);
+    let server = TempStore::on_server(url).unwrap();
+    let back = dir.path().join("back.db");
+    let (s, u, b) = (source.to_str().unwrap(), server.url().unwrap(), back.to_str().unwrap());
+    stdout_of(&["copy", s, u]);
+    stdout_of(&["copy", u, b]);
+    for args in [&["export"][..], &["digest"][..]] {
+        let of = |db: &str| stdout_of(&[args, &[db]].concat());
+        assert!(of(s) == of(u) && of(s) == of(b), "{args:?} differs after the copies");
+    }
+    let graph = |db: &str| {
+        let (n, e) = (dir.path().join(format!("{}.n", db.len())), dir.path().join(format!("{}.e", db.len())));
+        stdout_of(&["export-graph", db, n.to_str().unwrap(), e.to_str().unwrap()]);
+        (std::fs::read(n).unwrap(), std::fs::read(e).unwrap())
+    };
+    assert!(graph(s) == graph(u) && graph(s) == graph(b), "the graph differs after the copies");
+    for db in [s, u, b] {
+        assert_eq!(String::from_utf8(stdout_of(&["check", db])).unwrap().trim(), "ok: no problems found", "{db}");
+    }
+    // Ingest's references came along: ingesting the same tree again changes nothing.
+    let again = dstore(&["ingest", u, concat!(env!("CARGO_MANIFEST_DIR"), "/src/ingest")]);
+    let said = String::from_utf8_lossy(&again.stderr).to_string() + &String::from_utf8_lossy(&again.stdout);
+    assert!(said.contains("nodes +0 ~0 -0; edges +0 -0"), "{said}");
+    // Into a store that holds something: refused, nothing written.
+    let out = dstore(&["copy", s, b]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("empty store only"));
+}
+
+fn eight_processes_import_into_one_server_at_once(url: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..8).map(|i| decisions_file(dir.path(), &format!("{i}.jsonl"), 4, 60)).collect();
+    let server = TempStore::on_server(url).unwrap();
+    let target = server.url().unwrap().to_owned();
+    let children: Vec<_> = files
+        .iter()
+        .map(|f| {
+            Command::new(DSTORE)
+                .args(["import", &target, f.to_str().unwrap(), "--batch", "25"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "an importer failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let mut store = Store::connect_read_only(&target).unwrap();
+    let counts = store.decision_counts().unwrap();
+    assert_eq!((counts.plans, counts.decisions, counts.supersessions), (32, 32 * 60, 32));
+    assert_eq!(store.check().unwrap(), vec![]);
+    // Every file's decisions, each exactly as written.
+    let mut all: Vec<String> = files
+        .iter()
+        .flat_map(|f| std::fs::read_to_string(f).unwrap().lines().map(str::to_owned).collect::<Vec<_>>())
+        .collect();
+    all.sort();
+    let mut out = Vec::new();
+    store.export_decisions(None, &mut out).unwrap();
+    let mut back: Vec<String> = String::from_utf8(out).unwrap().lines().map(str::to_owned).collect();
+    back.sort();
+    assert!(all == back, "the server lost or changed decisions");
+    store = Store::connect(&target).unwrap();
+    assert!(store.digest().is_ok());
+}
+
+fn racing_supersessions_leave_one_winner(url: &str) {
+    let mut server = TempStore::on_server(url).unwrap();
+    let target = server.url().unwrap().to_owned();
+    for round in 0..10 {
+        let built = PlanBuilder::new()
+            .root("R")
+            .child("A", "R", DecisionType::StrategyChoice)
+            .child("B", "R", DecisionType::StrategyChoice)
+            .child("C", "R", DecisionType::StrategyChoice)
+            .build()
+            .unwrap();
+        server.store().unwrap().insert_many(built.decisions()).unwrap();
+        let (a, b, c) = (built.id("A"), built.id("B"), built.id("C"));
+        let barrier = std::sync::Barrier::new(2);
+        let outcomes: Vec<Result<(), Error>> = std::thread::scope(|scope| {
+            let racers: Vec<_> = [b, c]
+                .into_iter()
+                .map(|by| {
+                    let (barrier, target) = (&barrier, &target);
+                    scope.spawn(move || {
+                        let mut store = Store::connect(target).unwrap();
+                        barrier.wait();
+                        store.supersede(a, by)
+                    })
+                })
+                .collect();
+            racers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        let won: Vec<DecisionId> =
+            [b, c].into_iter().zip(&outcomes).filter(|(_, o)| o.is_ok()).map(|(by, _)| by).collect();
+        assert_eq!(won.len(), 1, "round {round}: {outcomes:?}");
+        let lost = outcomes.iter().find(|o| o.is_err()).unwrap();
+        assert!(matches!(lost, Err(Error::AlreadySuperseded { .. })), "round {round}: {lost:?}");
+        let stored = server.store().unwrap().decision(a).unwrap();
+        assert_eq!(stored.superseded_by(), Some(won[0]), "round {round}");
+    }
+    assert_eq!(server.store().unwrap().check().unwrap(), vec![]);
+}
+
+fn a_killed_writer_leaves_whole_batches(url: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = decisions_file(dir.path(), "big.jsonl", 40, 500);
+    let server = TempStore::on_server(url).unwrap();
+    let target = server.url().unwrap().to_owned();
+    let mut child = Command::new(DSTORE)
+        .args(["import", &target, file.to_str().unwrap(), "--batch", "1000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once some batches are in, before it can finish.
+    let store = Store::connect_read_only(&target).unwrap();
+    let started = std::time::Instant::now();
+    while store.decision_counts().unwrap().decisions < 2000 && started.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let counts = store.decision_counts().unwrap();
+    assert!(counts.decisions > 0 && counts.decisions < 20_000, "{} decisions: not killed mid-import", counts.decisions);
+    // Every commit holds 1,000 lines, and the file has one supersession per 500 decisions.
+    assert_eq!(counts.decisions % 1000, 0, "a half-written batch: {counts:?}");
+    assert_eq!(store.check().unwrap(), vec![]);
+    drop(store);
+    // Importing again completes it: what is there is skipped, nothing doubles.
+    stdout_of(&["import", &target, file.to_str().unwrap()]);
+    let store = Store::connect_read_only(&target).unwrap();
+    assert_eq!(store.decision_counts().unwrap().decisions, 20_000);
+    assert_eq!(store.check().unwrap(), vec![]);
+}
+
+fn hostile_input_and_refusals(url: &str) {
+    let mut server = TempStore::on_server(url).unwrap();
+    let store = server.store().unwrap();
+    let plan = PlanId::generate();
+    let root = Decision::builder(plan, DecisionType::PromptDefinition, 0).build().unwrap();
+    let hostile = [
+        "'; DROP TABLE decisions; --",
+        "$1 $2 ?1 \\x00 \\\\",
+        "\u{1}\u{7f}\u{2028}\u{feff}",
+        "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 🦀 é\u{301}",
+        "COLLATE \"C\" E'\\n'",
+    ];
+    let mut ds = vec![root.clone()];
+    for (i, h) in hostile.iter().enumerate() {
+        ds.push(
+            Decision::builder(plan, DecisionType::ToolInvocation, i as u32 + 1)
+                .parent(root.decision_id())
+                .chosen_option(*h)
+                .rationale(h.repeat(1000))
+                .build()
+                .unwrap(),
+        );
+    }
+    store.insert_many(&ds).unwrap();
+    assert_eq!(store.plan_decisions(plan).unwrap(), ds);
+    // NUL: PostgreSQL text cannot hold it; refused by field name, nothing written.
+    let nul = Decision::builder(plan, DecisionType::ToolInvocation, 99)
+        .parent(root.decision_id())
+        .rationale("before\u{0}after")
+        .build()
+        .unwrap();
+    match store.insert(&nul) {
+        Err(Error::Validation { field, reason }) => assert!(field == "rationale" && reason.contains("NUL"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.plan_decisions(plan).unwrap().len(), ds.len());
+    assert_eq!(store.check().unwrap(), vec![]);
+
+    // A server that is not there, a refused login: exit 3 and one line.
+    let out = dstore(&["info", "postgres://dstore@127.0.0.1:1/none"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("cannot connect"), "{err}");
+    let out = dstore(&["info", &url.replacen("dstore@", "nobody@", 1)]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nobody"));
+    // Another application's tables: refused, untouched.
+    let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    admin.batch_execute("DROP SCHEMA IF EXISTS foreign_app CASCADE; CREATE SCHEMA foreign_app; CREATE TABLE foreign_app.notes (body text)").unwrap();
+    let foreign = format!("{url}?options=-csearch_path%3Dforeign_app");
+    for args in [&["init", &foreign][..], &["info", &foreign][..]] {
+        let out = dstore(args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("another application"), "{args:?}");
+    }
+    let tables: i64 =
+        admin.query_one("SELECT count(*) FROM pg_tables WHERE schemaname = 'foreign_app'", &[]).unwrap().get(0);
+    assert_eq!(tables, 1, "the foreign schema was changed");
+    admin.batch_execute("DROP SCHEMA foreign_app CASCADE").unwrap();
+    // A newer schema: refused.
+    let newer = TempStore::on_server(url).unwrap();
+    let mut c = postgres::Client::connect(newer.url().unwrap(), postgres::NoTls).unwrap();
+    c.batch_execute("INSERT INTO refinery_schema_history (version, name, applied_on, checksum) VALUES (99, 'future', '2030-01-01', '1')").unwrap();
+    assert!(matches!(Store::connect(newer.url().unwrap()), Err(Error::IncompatibleVersion { found: 99, .. })));
+}
+
 fn main() {
     let mut failed = 0;
     let mut run = |name: &str, test: &dyn Fn()| match std::panic::catch_unwind(std::panic::AssertUnwindSafe(test)) {
@@ -211,9 +492,17 @@ fn main() {
         Ok(url) => {
             run("the_schemas_have_the_same_tables_and_columns", &|| the_schemas_have_the_same_tables_and_columns(&url));
             run("the_server_refuses_what_the_file_refuses", &|| the_server_refuses_what_the_file_refuses(&url));
+            run("a_decisions_file_exports_byte_for_byte", &|| a_decisions_file_exports_byte_for_byte(&url));
+            run("copy_round_trips_file_to_server_to_file", &|| copy_round_trips_file_to_server_to_file(&url));
+            run("eight_processes_import_into_one_server_at_once", &|| {
+                eight_processes_import_into_one_server_at_once(&url)
+            });
+            run("racing_supersessions_leave_one_winner", &|| racing_supersessions_leave_one_winner(&url));
+            run("a_killed_writer_leaves_whole_batches", &|| a_killed_writer_leaves_whole_batches(&url));
+            run("hostile_input_and_refusals", &|| hostile_input_and_refusals(&url));
         }
         Err(_) => println!(
-            "postgres: SKIPPED 2 server tests: DSTORE_TEST_POSTGRES_URL is not set \
+            "postgres: SKIPPED 8 server tests: DSTORE_TEST_POSTGRES_URL is not set \
              (scripts/pg-test-server cargo test --test postgres starts a throwaway server)"
         ),
     }

@@ -261,6 +261,11 @@ fn clear(db: &Path) -> Result<(), Failure> {
 }
 
 pub fn run(db: &Path) -> CmdResult {
+    if super::url_of(db).is_some() {
+        return Err(Failure::usage(
+            "the demo replaces its store: give it a file, then `dstore copy FILE postgres://...` to try a server",
+        ));
+    }
     clear(db)?;
     let (nodes, edges) = graph();
     let (main_plan, decisions) = {

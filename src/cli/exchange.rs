@@ -5,12 +5,11 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
 use decision_store::store::{ImportOptions, ImportReport, IngestOptions};
-use decision_store::Store;
 
-use super::{open_read, parse_plan, render, stderr_is_terminal, CmdResult, Failure};
+use super::{open_read, open_write, parse_plan, render, stderr_is_terminal, CmdResult, Failure};
 
 pub fn init(db: &Path) -> CmdResult {
-    let store = Store::open(db)?;
+    let store = open_write(db)?;
     eprintln!("dstore: {} is a decision store (schema version {})", db.display(), store.schema_version()?);
     Ok(0)
 }
@@ -51,7 +50,7 @@ fn options(batch: Option<u64>) -> ImportOptions {
 
 pub fn import(db: &Path, file: &Path, batch: Option<u64>) -> CmdResult {
     let (reader, size) = input(file)?;
-    let mut store = Store::open(db)?;
+    let mut store = open_write(db)?;
     let result = store.import_decisions(reader, options(batch), progress(size));
     clear_progress();
     let report = result.map_err(|e| Failure::from(e).with_prefix(file))?;
@@ -59,10 +58,35 @@ pub fn import(db: &Path, file: &Path, batch: Option<u64>) -> CmdResult {
     Ok(0)
 }
 
+pub fn copy(src: &Path, dst: &Path, format: super::Format) -> CmdResult {
+    let from = open_read(src)?;
+    let mut to = open_write(dst)?;
+    let report = from.copy_into(&mut to, |r| {
+        if stderr_is_terminal() {
+            eprint!("\rdstore: copied {} decisions, {} nodes, {} edges", r.decisions, r.nodes, r.edges);
+        }
+    });
+    clear_progress();
+    let report = report?;
+    if format == super::Format::Json {
+        super::print_json(&report)?;
+    } else {
+        let (from, to) = (
+            from.url().map_or_else(|| src.display().to_string(), str::to_owned),
+            to.url().map_or_else(|| dst.display().to_string(), str::to_owned),
+        );
+        eprintln!(
+            "dstore: copied {} decisions, {} supersessions, {} nodes and {} edges from {from} to {to}; both have digest {}",
+            report.decisions, report.supersessions, report.nodes, report.edges, report.digest
+        );
+    }
+    Ok(0)
+}
+
 pub fn import_graph(db: &Path, nodes: &Path, edges: &Path, batch: Option<u64>) -> CmdResult {
     let (n, n_size) = input(nodes)?;
     let (e, e_size) = input(edges)?;
-    let mut store = Store::open(db)?;
+    let mut store = open_write(db)?;
     let total = n_size.zip(e_size).map(|(a, b)| a + b);
     let result = store.import_graph(n, e, options(batch), progress(total));
     clear_progress();
@@ -109,7 +133,7 @@ impl Failure {
 }
 
 pub fn ingest(db: &Path, path: &Path, max_file_bytes: u64, format: super::Format) -> CmdResult {
-    let mut store = Store::open(db)?;
+    let mut store = open_write(db)?;
     let report = store.ingest(path, IngestOptions { max_file_bytes })?;
     if format == super::Format::Json {
         super::print_json(&report)?;

@@ -16,10 +16,16 @@ use super::{
 
 #[derive(Serialize)]
 struct InfoReport {
+    /// The file, or the server's URL without its password.
     path: String,
-    file_size: u64,
+    /// `sqlite` or `postgres`.
+    backend: &'static str,
+    /// `null` on a server.
+    file_size: Option<u64>,
     schema_version: i64,
     sqlite_version: &'static str,
+    /// The PostgreSQL server's version, `null` for a file.
+    server_version: Option<String>,
     plans: u64,
     decisions: u64,
     corrections: u64,
@@ -41,10 +47,15 @@ pub fn info(db: &Path, format: Format) -> CmdResult {
         *by_phase.entry(t.phase().to_string()).or_default() += n;
     }
     let report = InfoReport {
-        path: db.display().to_string(),
-        file_size: std::fs::metadata(db)?.len(),
+        path: store.url().map_or_else(|| db.display().to_string(), str::to_owned),
+        backend: store.backend(),
+        file_size: match super::url_of(db) {
+            Some(_) => None,
+            None => Some(std::fs::metadata(db)?.len()),
+        },
         schema_version,
         sqlite_version: decision_store::Store::sqlite_version(),
+        server_version: store.server_version()?,
         plans: counts.plans,
         decisions: counts.decisions,
         corrections: counts.corrections,
@@ -59,9 +70,15 @@ pub fn info(db: &Path, format: Format) -> CmdResult {
         return Ok(0);
     }
     let mut rows = vec![
-        vec!["file".into(), format!("{} ({})", report.path, bytes(report.file_size))],
+        match report.file_size {
+            Some(size) => vec!["file".into(), format!("{} ({})", report.path, bytes(size))],
+            None => vec!["server".into(), format!("{} (PostgreSQL)", report.path)],
+        },
         vec!["schema version".into(), report.schema_version.to_string()],
-        vec!["sqlite version".into(), report.sqlite_version.to_string()],
+        match &report.server_version {
+            Some(v) => vec!["postgres version".into(), v.clone()],
+            None => vec!["sqlite version".into(), report.sqlite_version.to_string()],
+        },
         vec!["plans".into(), report.plans.to_string()],
         vec![
             "decisions".into(),

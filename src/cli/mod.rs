@@ -92,6 +92,14 @@ enum Command {
     },
     /// Write the UKO graph as two JSON Lines files.
     ExportGraph { db: PathBuf, nodes: PathBuf, edges: PathBuf },
+    /// Copy a whole store into an empty one: a file into PostgreSQL
+    /// (`postgres://user@host:port/db`) and back. Same digest, or it fails.
+    Copy {
+        src: PathBuf,
+        dst: PathBuf,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
     /// Sizes, versions and counts.
     Info {
         db: PathBuf,
@@ -229,6 +237,7 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Export { db, plan } => exchange::export(&db, plan.as_deref()),
         Command::Ingest { db, path, max_file_bytes, format } => exchange::ingest(&db, &path, max_file_bytes, format),
         Command::ExportGraph { db, nodes, edges } => exchange::export_graph(&db, &nodes, &edges),
+        Command::Copy { src, dst, format } => exchange::copy(&src, &dst, format),
         Command::Info { db, format } => inspect::info(&db, format),
         Command::Plans { db, format } => inspect::plans(&db, format),
         Command::Show { db, decision_id, format } => inspect::show(&db, &decision_id, format),
@@ -253,12 +262,28 @@ pub fn run(cli: Cli) -> CmdResult {
 /// The JSON Schema of one decision line (the interchange format).
 pub const SCHEMA: &str = include_str!("decision.schema.json");
 
+/// The URL when a command's store argument is a `postgres://` URL rather than a file.
+pub fn url_of(db: &std::path::Path) -> Option<&str> {
+    db.to_str().filter(|s| Store::is_url(s))
+}
+
 /// Opens a store for a read command: read-only, never created.
 pub fn open_read(db: &std::path::Path) -> Result<Store, Failure> {
+    if let Some(url) = url_of(db) {
+        return Ok(Store::connect_read_only(url)?);
+    }
     let store = Store::open_read_only(db)?;
     // A command reads most pages once: a small cache costs less to fill.
     store.set_cache_kib(256)?;
     Ok(store)
+}
+
+/// Opens (or creates) a store for a command that writes.
+pub fn open_write(db: &std::path::Path) -> Result<Store, Failure> {
+    Ok(match url_of(db) {
+        Some(url) => Store::connect(url)?,
+        None => Store::open(db)?,
+    })
 }
 
 pub fn parse_decision(s: &str) -> Result<DecisionId, Failure> {

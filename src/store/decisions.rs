@@ -10,11 +10,21 @@ use super::Store;
 use crate::decision::{Decision, DecisionId, DecisionTree, DecisionType, IdMap, PlanId};
 use crate::error::{Error, Result};
 
-const INSERT: &str = "INSERT INTO decisions (decision_id, plan_id, parent_decision_id, sequence, decision_type, \
+/// The INSERT of a decision row, for [`INSERT`] and [`INSERT_POSTGRES`].
+macro_rules! insert_decision {
+    () => {
+        "INSERT INTO decisions (decision_id, plan_id, parent_decision_id, sequence, decision_type, \
      chosen_option, rationale, confidence_score, alternatives, context_snapshot, artifacts_produced, \
      corrects_decision_id, downstream_decision_ids, downstream_plan_ids, metadata, \
      depth, content_hash, chain_index, chain_hash, log_index) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)";
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
+    };
+}
+const INSERT: &str = insert_decision!();
+/// [`INSERT`] for PostgreSQL, where a failed statement aborts its whole
+/// transaction: a duplicate changes nothing instead of failing, so an
+/// import can skip a decision it already holds and go on.
+const INSERT_POSTGRES: &str = concat!(insert_decision!(), " ON CONFLICT DO NOTHING");
 const INSERT_SUPERSESSION: &str = "INSERT INTO supersessions \
      (decision_id, superseded_by, plan_id, content_hash, chain_index, chain_hash, log_index) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -74,6 +84,8 @@ pub(super) const OUTLINE_ROWS: &str =
 /// of a lookup for each of the many decisions.
 pub(super) const PLAN_LINKS: &str = "SELECT decision_id, superseded_by FROM supersessions WHERE plan_id = ?1";
 const ALL_ROWS: &str = concat!(select_decisions!(), " ORDER BY d.plan_id, d.sequence");
+/// Every decision row without its supersession link, in the order of the store's log.
+const LOG_ROWS: &str = concat!("SELECT ", decision_columns!(), ", d.log_index FROM decisions d ORDER BY d.log_index");
 pub(super) const PLAN_OF: &str = "SELECT plan_id, depth FROM decisions WHERE decision_id = ?1";
 /// The plan of a decision and what supersedes it, if anything.
 pub(super) const LINK_OF: &str = "SELECT d.plan_id, s.superseded_by FROM decisions d \
@@ -474,7 +486,7 @@ pub(crate) fn insert_row(tx: &Conn, ledger: &mut Ledger, d: &Decision) -> Result
 /// The prepared INSERT of a decision row: hold it across the rows of a
 /// batch, since taking it from the statement cache hashes the SQL text twice.
 pub(crate) fn insert_statement(tx: &Conn) -> Result<Stmt<'_>> {
-    tx.prepare(INSERT)
+    tx.prepare(if tx.is_postgres() { INSERT_POSTGRES } else { INSERT })
 }
 
 /// The column texts and content hash of a decision row: everything about
@@ -570,7 +582,7 @@ pub(crate) fn insert_prepared(
     }
     let entry = ledger.next_entry(tx, d.plan_id(), content)?;
     let chain_hex = integrity::to_hex(&entry.chain_hash);
-    insert
+    let inserted = insert
         .execute_raw(vals![
             id,
             plan,
@@ -594,6 +606,14 @@ pub(crate) fn insert_prepared(
             entry.log_index,
         ])
         .map_err(|e| insert_error(d, e))?;
+    if inserted == 0 {
+        // PostgreSQL's ON CONFLICT DO NOTHING: which rule did it break?
+        let taken = tx.query_opt("SELECT 1 FROM decisions WHERE decision_id = ?1", vals![id], |_| Ok(()))?;
+        return Err(match taken {
+            Some(()) => Error::DuplicateDecision(d.decision_id().to_string()),
+            None => Error::DuplicateSequence { plan_id: d.plan_id().to_string(), sequence: d.sequence() },
+        });
+    }
     let state = ledger.appended(d.plan_id(), &entry);
     state.decisions += 1;
     state.corrections += i64::from(corrects.is_some());
@@ -613,6 +633,14 @@ pub(crate) fn insert_prepared(
 pub(crate) fn get_in(tx: &Conn, id: DecisionId) -> Result<Option<Decision>> {
     let cols = Cols::of(tx, DECISION_BY_ID)?;
     tx.query_opt(DECISION_BY_ID, vals![&id.to_string()], |r| from_row(r, &cols))?.transpose()
+}
+
+/// Every decision in the order the store's log holds them, each with its
+/// log index, without supersession links (they are entries of their own).
+pub(crate) fn for_each_in_log_order(conn: &Conn, mut f: impl FnMut(i64, Decision) -> Result<()>) -> Result<()> {
+    let cols = Cols::of(conn, LOG_ROWS)?;
+    let log_index = 15;
+    conn.for_each(LOG_ROWS, &[], |r| f(r.opt_i64(log_index)?.unwrap_or(i64::MAX), from_row(r, &cols)??))
 }
 
 /// Decoded decisions, and (id, error) for rows that do not decode.

@@ -29,6 +29,7 @@
 //! asks for a whole BFS frontier per query (see `graph`).
 
 mod check;
+mod copy;
 pub(crate) mod db;
 mod decisions;
 mod exchange;
@@ -47,6 +48,7 @@ use crate::error::{Error, Result};
 use db::Conn;
 
 pub use check::{Problem, ProblemKind};
+pub use copy::CopyReport;
 pub use decisions::{DecisionCounts, Digest, PlanSummary};
 pub use exchange::{ImportOptions, ImportReport};
 pub use graph::{GraphCounts, Neighbour};
@@ -519,6 +521,17 @@ impl Store {
             return Ok(0);
         }
         self.conn.query_one("SELECT coalesce(max(version), 0) FROM refinery_schema_history", &[], |r| r.i64(0))
+    }
+
+    /// The PostgreSQL server's version (`SHOW server_version`); `None` for SQLite.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the server does not answer.
+    pub fn server_version(&self) -> Result<Option<String>> {
+        if !self.conn.is_postgres() {
+            return Ok(None);
+        }
+        self.conn.query_one("SELECT current_setting('server_version')", &[], |r| r.string(0)).map(Some)
     }
 
     /// The SQLite library version in use.

@@ -1,0 +1,163 @@
+//! `Store::copy_into`: a whole store into an empty one, on either backend.
+//!
+//! The log is replayed in its own order (each decision row, then each
+//! supersession at its place), so the destination computes the same
+//! content hashes, chains and digests as the source: a copy is checked by
+//! comparing the two digests.
+
+use serde::Serialize;
+
+use super::db::vals;
+use super::decisions::{for_each_in_log_order, insert_row, link_supersession};
+use super::graph::{upsert_edges_in, upsert_nodes_in};
+use super::Store;
+use crate::decision::{Decision, DecisionId};
+use crate::error::{Error, Result};
+use crate::uko::{UkoEdge, UkoNode};
+
+/// Entries (or nodes, edges) written per transaction.
+const BATCH: usize = 10_000;
+
+/// What [`Store::copy_into`] wrote.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CopyReport {
+    pub decisions: u64,
+    pub supersessions: u64,
+    pub nodes: u64,
+    pub edges: u64,
+    /// Unresolved references kept by `ingest` (so a later ingest resolves as the source's would).
+    pub code_references: u64,
+    /// The digest both stores have, `store:N:HEX`.
+    pub digest: String,
+}
+
+/// One entry of the log.
+enum Entry {
+    Decision(Box<Decision>),
+    Supersession(DecisionId, DecisionId),
+}
+
+impl Store {
+    /// Copies this whole store (decisions, supersessions, the graph and
+    /// ingest's references) into `dst`, which must be empty: SQLite into
+    /// PostgreSQL and back. Reads one snapshot of this store; writes
+    /// [`BATCH`]-entry transactions, and checks at the end that both
+    /// stores have the same digest.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] naming `destination` when `dst` is not empty;
+    /// [`Error::Corrupt`] when the digests differ (a source whose rows were
+    /// changed outside the library: run `dstore check` on it); the errors of
+    /// reading and writing.
+    pub fn copy_into(&self, dst: &mut Store, mut progress: impl FnMut(&CopyReport)) -> Result<CopyReport> {
+        let (held, graph) = (dst.decision_counts()?.decisions, dst.graph_counts()?);
+        if held > 0 || graph.nodes > 0 {
+            return Err(Error::validation(
+                "destination",
+                format!("holds {held} decisions and {} nodes; copy writes into an empty store only", graph.nodes),
+            ));
+        }
+        self.read_snapshot(|src| {
+            let mut report = CopyReport::default();
+            let links = src.conn.query_vec(
+                "SELECT decision_id, superseded_by, log_index FROM supersessions ORDER BY log_index",
+                &[],
+                |r| {
+                    Ok((
+                        r.opt_i64(2)?.unwrap_or(i64::MAX),
+                        DecisionId::parse(r.str(0)?)?,
+                        DecisionId::parse(r.str(1)?)?,
+                    ))
+                },
+            )?;
+            let mut links = links.into_iter().peekable();
+            let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
+            for_each_in_log_order(&src.conn, |log, d| {
+                while let Some((_, old, new)) = links.next_if(|(at, _, _)| *at < log) {
+                    batch.push(Entry::Supersession(old, new));
+                }
+                batch.push(Entry::Decision(Box::new(d)));
+                if batch.len() >= BATCH {
+                    write_entries(dst, &mut batch, &mut report)?;
+                    progress(&report);
+                }
+                Ok(())
+            })?;
+            batch.extend(links.map(|(_, old, new)| Entry::Supersession(old, new)));
+            write_entries(dst, &mut batch, &mut report)?;
+
+            let mut nodes: Vec<UkoNode> = Vec::new();
+            src.for_each_node(|n| {
+                nodes.push(n);
+                if nodes.len() >= BATCH {
+                    report.nodes += nodes.len() as u64;
+                    dst.write(|tx, _| upsert_nodes_in(tx, &nodes))?;
+                    nodes.clear();
+                    progress(&report);
+                }
+                Ok(())
+            })?;
+            report.nodes += nodes.len() as u64;
+            dst.write(|tx, _| upsert_nodes_in(tx, &nodes))?;
+            let mut edges: Vec<UkoEdge> = Vec::new();
+            src.for_each_edge(|e| {
+                edges.push(e);
+                if edges.len() >= BATCH {
+                    report.edges += edges.len() as u64;
+                    dst.write(|tx, _| upsert_edges_in(tx, &edges))?;
+                    edges.clear();
+                    progress(&report);
+                }
+                Ok(())
+            })?;
+            report.edges += edges.len() as u64;
+            dst.write(|tx, _| upsert_edges_in(tx, &edges))?;
+            let references = src.conn.query_vec(
+                "SELECT resource_uri, from_uri, relation, name FROM uko_code_references",
+                &[],
+                |r| Ok((r.string(0)?, r.string(1)?, r.string(2)?, r.string(3)?)),
+            )?;
+            report.code_references = references.len() as u64;
+            dst.write(|tx, _| {
+                let mut insert = tx.prepare(
+                    "INSERT INTO uko_code_references (resource_uri, from_uri, relation, name) VALUES (?1, ?2, ?3, ?4)",
+                )?;
+                for (file, from, relation, name) in &references {
+                    insert.execute(vals![file, from, relation, name])?;
+                }
+                Ok(())
+            })?;
+
+            let (ours, theirs) = (src.digest()?.store, dst.digest()?.store);
+            if ours != theirs {
+                return Err(Error::Corrupt(format!(
+                    "the copy's digest {theirs} differs from the source's {ours}: run `dstore check` on the source"
+                )));
+            }
+            report.digest = ours.to_string();
+            Ok(report)
+        })
+    }
+}
+
+/// Writes a batch of log entries in one transaction of `dst`, in order.
+fn write_entries(dst: &mut Store, batch: &mut Vec<Entry>, report: &mut CopyReport) -> Result<()> {
+    dst.write(|tx, ledger| {
+        for e in batch.iter() {
+            match e {
+                Entry::Decision(d) => insert_row(tx, ledger, d)?,
+                Entry::Supersession(old, new) => {
+                    link_supersession(tx, ledger, *old, *new)?;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    for e in batch.drain(..) {
+        match e {
+            Entry::Decision(_) => report.decisions += 1,
+            Entry::Supersession(..) => report.supersessions += 1,
+        }
+    }
+    Ok(())
+}
