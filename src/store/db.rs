@@ -169,6 +169,14 @@ fn bad_column(i: usize, what: &str, e: impl std::fmt::Display) -> Error {
 }
 
 impl Row<'_> {
+    /// Where the column called `name` is, `None` when the query has none.
+    pub(crate) fn column_index(&self, name: &str) -> Option<usize> {
+        match self {
+            Row::Sqlite(r) => r.as_ref().column_index(name).ok(),
+            Row::Postgres(r) => r.columns().iter().position(|c| c.name() == name),
+        }
+    }
+
     /// A column's value as the content hashes encode it.
     pub(crate) fn field(&self, i: usize) -> Result<Field<'_>> {
         match self {
@@ -451,17 +459,6 @@ impl Conn {
                 format!("no row from {}", sql.split_whitespace().take(6).collect::<Vec<_>>().join(" ")).into(),
             )
         })
-    }
-
-    /// The names of a query's result columns, in order.
-    pub(crate) fn columns(&self, sql: &str) -> Result<Vec<String>> {
-        match self {
-            Conn::Sqlite(c) => {
-                let stmt = c.prepare_cached(sql).map_err(super::storage)?;
-                Ok(stmt.column_names().into_iter().map(str::to_owned).collect())
-            }
-            Conn::Postgres(pg) => Ok(pg.statement(sql)?.columns().iter().map(|c| c.name().to_owned()).collect()),
-        }
     }
 
     /// A statement held across many executions (a bulk insert's).

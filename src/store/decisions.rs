@@ -159,19 +159,15 @@ struct FullCols {
 }
 
 impl Cols {
-    /// The columns of `sql`'s result (one prepare, cached with the statement).
-    fn of(conn: &Conn, sql: &str) -> Result<Cols> {
-        let names = conn.columns(sql)?;
+    /// The columns of a row's query, found by name (once per query: see [`Cols::once`]).
+    fn of(row: &Row<'_>) -> Result<Cols> {
         let at = |name: &str| {
-            names
-                .iter()
-                .position(|n| n == name)
-                .ok_or_else(|| Error::Storage(format!("the query has no column {name}").into()))
+            row.column_index(name).ok_or_else(|| Error::Storage(format!("the query has no column {name}").into()))
         };
         // A query selects either every column or none of the full ones.
-        let full = match at("rationale") {
-            Err(_) => None,
-            Ok(rationale) => Some(FullCols {
+        let full = match row.column_index("rationale") {
+            None => None,
+            Some(rationale) => Some(FullCols {
                 rationale,
                 alternatives: at("alternatives")?,
                 context_snapshot: at("context_snapshot")?,
@@ -190,9 +186,19 @@ impl Cols {
             chosen_option: at("chosen_option")?,
             confidence: at("confidence_score")?,
             corrects: at("corrects_decision_id")?,
-            superseded_by: at("superseded_by").ok(),
+            superseded_by: row.column_index("superseded_by"),
             full,
         })
+    }
+}
+
+impl Cols {
+    /// The columns of `row`'s query: found at its first row, kept in `slot` for the rest.
+    fn once<'c>(slot: &'c mut Option<Cols>, row: &Row<'_>) -> Result<&'c Cols> {
+        match slot {
+            Some(c) => Ok(c),
+            None => Ok(slot.insert(Cols::of(row)?)),
+        }
     }
 }
 
@@ -276,12 +282,12 @@ fn sequence(n: i64) -> Result<u32> {
 /// with the plan's supersession links.
 fn rows_of_plan(conn: &Conn, sql: &str, plan: PlanId) -> Result<Vec<Decision>> {
     let plan = plan.to_string();
-    let cols = Cols::of(conn, sql)?;
+    let mut cols = None;
     // The kept count sizes the vector once: growing it moves every decision again.
     let kept = conn.query_opt("SELECT decisions FROM plans WHERE plan_id = ?1", vals![&plan], |r| r.i64(0))?;
     let mut decisions = Vec::with_capacity(kept.unwrap_or(0).clamp(0, 1 << 20) as usize);
     conn.for_each(sql, vals![&plan], |r| {
-        decisions.push(from_row(r, &cols)??);
+        decisions.push(from_row(r, Cols::once(&mut cols, r)?)??);
         Ok(())
     })?;
     match link_plan(conn, &plan, &mut decisions)?.into_iter().next() {
@@ -631,16 +637,16 @@ pub(crate) fn insert_prepared(
 
 /// Reads one decision inside a transaction.
 pub(crate) fn get_in(tx: &Conn, id: DecisionId) -> Result<Option<Decision>> {
-    let cols = Cols::of(tx, DECISION_BY_ID)?;
-    tx.query_opt(DECISION_BY_ID, vals![&id.to_string()], |r| from_row(r, &cols))?.transpose()
+    tx.query_opt(DECISION_BY_ID, vals![&id.to_string()], |r| from_row(r, &Cols::of(r)?))?.transpose()
 }
 
 /// Every decision in the order the store's log holds them, each with its
 /// log index, without supersession links (they are entries of their own).
 pub(crate) fn for_each_in_log_order(conn: &Conn, mut f: impl FnMut(i64, Decision) -> Result<()>) -> Result<()> {
-    let cols = Cols::of(conn, LOG_ROWS)?;
-    let log_index = 15;
-    conn.for_each(LOG_ROWS, &[], |r| f(r.opt_i64(log_index)?.unwrap_or(i64::MAX), from_row(r, &cols)??))
+    let (mut cols, log_index) = (None, 15);
+    conn.for_each(LOG_ROWS, &[], |r| {
+        f(r.opt_i64(log_index)?.unwrap_or(i64::MAX), from_row(r, Cols::once(&mut cols, r)?)??)
+    })
 }
 
 /// Decoded decisions, and (id, error) for rows that do not decode.
@@ -649,11 +655,12 @@ pub(crate) type LenientRows = (Vec<Decision>, Vec<(String, Error)>);
 /// Every row of a plan, decoded where possible: the decisions, and the id
 /// and error of each row that does not decode (for `check`). One query.
 pub(crate) fn plan_rows_lenient(conn: &Conn, plan: &str) -> Result<LenientRows> {
-    let cols = Cols::of(conn, PLAN_ROWS)?;
+    let mut cols = None;
     let (mut good, mut bad) = (Vec::new(), Vec::new());
     conn.for_each(PLAN_ROWS, vals![plan], |row| {
+        let cols = Cols::once(&mut cols, row)?;
         let id = row.string(cols.decision_id)?;
-        match from_row(row, &cols) {
+        match from_row(row, cols) {
             Ok(Ok(d)) => good.push(d),
             Ok(Err(e)) | Err(e) => bad.push((id, e)),
         }
@@ -820,12 +827,12 @@ impl Store {
             Some(p) => (PLAN_ROWS, Some(p.to_string())),
             None => (ALL_ROWS, None),
         };
-        let cols = Cols::of(&self.conn, sql)?;
+        let mut cols = None;
         let params = match &arg {
             Some(a) => vals![a],
             None => &[],
         };
-        self.conn.for_each(sql, params, |row| f(from_row(row, &cols)??))
+        self.conn.for_each(sql, params, |row| f(from_row(row, Cols::once(&mut cols, row)?)??))
     }
 
     /// The plan's decision tree, rebuilt from its rows.
