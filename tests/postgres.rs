@@ -411,6 +411,23 @@ fn a_killed_writer_leaves_whole_batches(url: &str) {
     assert_eq!(store.check().unwrap(), vec![]);
 }
 
+fn agents_connecting_to_a_new_database_at_once_migrate_it_once(url: &str) {
+    let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    admin.batch_execute("DROP SCHEMA IF EXISTS fresh_race CASCADE; CREATE SCHEMA fresh_race").unwrap();
+    let target = format!("{url}?options=-csearch_path%3Dfresh_race");
+    let opened: Vec<Result<i64, Error>> = std::thread::scope(|scope| {
+        let racers: Vec<_> =
+            (0..8).map(|_| scope.spawn(|| Store::connect(&target).and_then(|s| s.schema_version()))).collect();
+        racers.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    for o in &opened {
+        assert_eq!(o.as_ref().ok(), Some(&decision_store::store::supported_schema_version()), "{opened:?}");
+    }
+    let history: i64 = admin.query_one("SELECT count(*) FROM fresh_race.refinery_schema_history", &[]).unwrap().get(0);
+    assert_eq!(history, decision_store::store::supported_schema_version());
+    admin.batch_execute("DROP SCHEMA fresh_race CASCADE").unwrap();
+}
+
 fn hostile_input_and_refusals(url: &str) {
     let mut server = TempStore::on_server(url).unwrap();
     let store = server.store().unwrap();
@@ -500,9 +517,12 @@ fn main() {
             run("racing_supersessions_leave_one_winner", &|| racing_supersessions_leave_one_winner(&url));
             run("a_killed_writer_leaves_whole_batches", &|| a_killed_writer_leaves_whole_batches(&url));
             run("hostile_input_and_refusals", &|| hostile_input_and_refusals(&url));
+            run("agents_connecting_to_a_new_database_at_once_migrate_it_once", &|| {
+                agents_connecting_to_a_new_database_at_once_migrate_it_once(&url)
+            });
         }
         Err(_) => println!(
-            "postgres: SKIPPED 8 server tests: DSTORE_TEST_POSTGRES_URL is not set \
+            "postgres: SKIPPED 9 server tests: DSTORE_TEST_POSTGRES_URL is not set \
              (scripts/pg-test-server cargo test --test postgres starts a throwaway server)"
         ),
     }

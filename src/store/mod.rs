@@ -68,6 +68,10 @@ const APPLICATION_ID: i64 = 0x4453_5452;
 /// How long a connection waits for another writer before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The advisory lock a PostgreSQL migration holds: "DSTR" and the schema.
+const MIGRATION_LOCK: &str = "SELECT pg_advisory_lock(1146311762, hashtext(current_schema()))";
+const MIGRATION_UNLOCK: &str = "SELECT pg_advisory_unlock(1146311762, hashtext(current_schema()))";
+
 /// `url` without its password, for messages.
 fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
@@ -485,6 +489,21 @@ impl Store {
     }
 
     fn migrate(&mut self) -> Result<()> {
+        if self.schema_version()? == supported_schema_version() {
+            return Ok(());
+        }
+        if self.conn.is_postgres() {
+            // Agents on many hosts may connect to a new database at once:
+            // one migrates while the others wait (a session lock, per schema).
+            self.conn.batch(MIGRATION_LOCK)?;
+            let outcome = self.migrate_locked();
+            let unlocked = self.conn.batch(MIGRATION_UNLOCK);
+            return outcome.and(unlocked);
+        }
+        self.migrate_locked()
+    }
+
+    fn migrate_locked(&mut self) -> Result<()> {
         if self.schema_version()? == supported_schema_version() {
             return Ok(());
         }
