@@ -28,6 +28,7 @@ fn raise(py: Python<'_>, e: Error) -> PyErr {
             "IncompatibleVersionError"
         }
         Error::Busy => "BusyError",
+        Error::Connect { .. } => "ConnectError",
         Error::DecisionNotFound(_) | Error::PlanNotFound(_) => "NotFoundError",
         e if e.is_input_error() => "ValidationError",
         _ => "DecisionStoreError",
@@ -407,6 +408,14 @@ impl PyStore {
         }
     }
 
+    fn connected(py: Python<'_>, url: String, read_only: bool) -> PyResult<Self> {
+        let store = py
+            .detach(|| if read_only { Store::connect_read_only(&url) } else { Store::connect(&url) })
+            .map_err(|e| raise(py, e))?;
+        let shown = store.url().unwrap_or_default().to_owned();
+        Ok(PyStore { inner: Mutex::new(Some(store)), path: shown })
+    }
+
     fn opened(py: Python<'_>, path: PathBuf, read_only: bool) -> PyResult<Self> {
         let shown = path.display().to_string();
         let store = py
@@ -439,6 +448,19 @@ impl PyStore {
     #[staticmethod]
     fn open_read_only(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         Self::opened(py, path, true)
+    }
+
+    /// Connects to the store in a PostgreSQL database
+    /// (`postgres://user@host:port/db`), creating its tables in an empty one.
+    #[staticmethod]
+    fn connect(py: Python<'_>, url: String) -> PyResult<Self> {
+        Self::connected(py, url, false)
+    }
+
+    /// Connects to an existing PostgreSQL store for reading only.
+    #[staticmethod]
+    fn connect_read_only(py: Python<'_>, url: String) -> PyResult<Self> {
+        Self::connected(py, url, true)
     }
 
     /// Closes the file; later calls raise DecisionStoreError.

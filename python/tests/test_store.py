@@ -1,5 +1,6 @@
 """The store from Python: round trips, ports of seed scenarios, threads."""
 
+import os
 import threading
 
 import pytest
@@ -183,3 +184,40 @@ def test_a_failed_insert_many_writes_nothing(path):
         assert store.plans() == []
         assert store.insert_many(d.model_dump() for d in good) == 3000
         assert len(store.plan(plan)) == 3000
+
+
+def test_an_unreachable_server_raises_connect_error():
+    with pytest.raises(ds.ConnectError, match="cannot connect"):
+        ds.Store.connect("postgres://nobody@127.0.0.1:1/none")
+    with pytest.raises(ds.ConnectError, match="not a PostgreSQL URL"):
+        ds.Store.connect("postgres://[broken")
+
+
+SERVER = os.environ.get("DSTORE_TEST_POSTGRES_URL")
+
+
+@pytest.mark.skipif(not SERVER, reason="DSTORE_TEST_POSTGRES_URL is not set (scripts/pg-test-server runs a server)")
+def test_the_same_calls_on_a_postgres_server(path):
+    plan = ds.new_plan_id()
+    root = ds.Decision.create(plan, "prompt_definition", 0, chosen_option="root")
+    d = ds.Decision.model_validate(full(plan, parent=root.decision_id))
+    fix = ds.Decision.create(
+        plan, "strategy_choice", 7, parent_decision_id=root.decision_id, is_correction=True,
+        corrects_decision_id=d.decision_id, chosen_option="the fix",
+    )
+    with ds.Store.connect(SERVER) as store:
+        store.insert_many([root, d.model_dump(), fix])
+        assert store.check() == []
+    with ds.Store.connect_read_only(SERVER) as store:
+        assert store.plan(plan) == [root, d, fix]
+        assert [x.decision_id for x in store.correction_chain(fix.decision_id)] == [d.decision_id, fix.decision_id]
+        assert store.standing_decision(d.decision_id) == fix
+        with pytest.raises(ds.DecisionStoreError):
+            store.insert(ds.Decision.create(plan, "tool_invocation", 8, parent_decision_id=root.decision_id))
+    # The file and the server hold the same decisions, byte for byte.
+    with ds.Store.open(path) as local:
+        local.insert_many([root, d, fix])
+        local.export_jsonl(path.with_suffix(".jsonl"))
+    with ds.Store.connect(SERVER) as store:
+        store.import_jsonl(path.with_suffix(".jsonl"))
+        assert store.plan(plan) == [root, d, fix]

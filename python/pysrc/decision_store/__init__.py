@@ -1,5 +1,6 @@
 """decision_store: an AI agent's decisions, their corrections and
-supersessions, and the context graph it plans from, in one SQLite file.
+supersessions, and the context graph it plans from, in one SQLite file
+(or a PostgreSQL database that agents on many hosts share).
 
 The same Rust library as the ``dstore`` command, so Python and Rust agents
 share files::
@@ -15,6 +16,7 @@ share files::
 from ._native import Decision, DecisionTree, Store, new_decision_id, new_plan_id
 from .errors import (
     BusyError,
+    ConnectError,
     DecisionStoreError,
     IncompatibleVersionError,
     NotAStoreError,
@@ -24,6 +26,7 @@ from .errors import (
 
 __all__ = [
     "BusyError",
+    "ConnectError",
     "Decision",
     "DecisionStoreError",
     "DecisionTree",

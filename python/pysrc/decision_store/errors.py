@@ -21,5 +21,10 @@ class BusyError(DecisionStoreError):
     """Another writer held the store past the busy timeout."""
 
 
+class ConnectError(DecisionStoreError, ConnectionError):
+    """A PostgreSQL server that cannot be reached or refuses the login, or a
+    database that holds another application's tables (``Store.connect``)."""
+
+
 class NotFoundError(DecisionStoreError, LookupError):
     """No such decision or plan."""
