@@ -30,10 +30,14 @@ pub enum Error {
     #[error("{}: a SQLite database, but not a decision store", path.display())]
     NotAStore { path: PathBuf },
 
-    /// A PostgreSQL server that cannot be reached, refuses the login, or
-    /// holds another application's tables.
+    /// A PostgreSQL server that cannot be reached or refuses the login.
     #[error("{url}: {reason}")]
     Connect { url: String, reason: String },
+
+    /// A PostgreSQL schema without a store (read-only) or with another
+    /// application's tables: the server's [`Error::NotAStore`].
+    #[error("{url}: {reason}")]
+    NotAStoreDatabase { url: String, reason: String },
 
     /// The store was written by a newer version of this library.
     #[error("{}: schema version {found} is newer than this library supports ({supported}); upgrade decision-store", path.display())]

@@ -23,7 +23,10 @@ use serde_json::{Map, Number, Value};
 /// Raises the `decision_store.errors` exception that fits `e`.
 fn raise(py: Python<'_>, e: Error) -> PyErr {
     let class = match &e {
-        Error::NotCreated { .. } | Error::NotSqlite { .. } | Error::NotAStore { .. } => "NotAStoreError",
+        Error::NotCreated { .. }
+        | Error::NotSqlite { .. }
+        | Error::NotAStore { .. }
+        | Error::NotAStoreDatabase { .. } => "NotAStoreError",
         Error::IncompatibleVersion { .. } | Error::NeedsUpgrade { .. } | Error::MigrationMismatch { .. } => {
             "IncompatibleVersionError"
         }

@@ -10,7 +10,8 @@ use super::{open_read, open_write, parse_plan, render, stderr_is_terminal, CmdRe
 
 pub fn init(db: &Path) -> CmdResult {
     let store = open_write(db)?;
-    eprintln!("dstore: {} is a decision store (schema version {})", db.display(), store.schema_version()?);
+    let shown = store.url().map_or_else(|| db.display().to_string(), str::to_owned);
+    eprintln!("dstore: {shown} is a decision store (schema version {})", store.schema_version()?);
     Ok(0)
 }
 

@@ -51,92 +51,109 @@ impl Store {
     /// reading and writing.
     pub fn copy_into(&self, dst: &mut Store, mut progress: impl FnMut(&CopyReport)) -> Result<CopyReport> {
         let (held, graph) = (dst.decision_counts()?.decisions, dst.graph_counts()?);
-        if held > 0 || graph.nodes > 0 {
+        let references = dst.conn.query_one("SELECT count(*) FROM uko_code_references", &[], |r| r.i64(0))?;
+        if held > 0 || graph.nodes > 0 || references > 0 {
             return Err(Error::validation(
                 "destination",
                 format!("holds {held} decisions and {} nodes; copy writes into an empty store only", graph.nodes),
             ));
         }
         self.read_snapshot(|src| {
-            let mut report = CopyReport::default();
-            let links = src.conn.query_vec(
-                "SELECT decision_id, superseded_by, log_index FROM supersessions ORDER BY log_index",
+            // Rows written around the library have no place in the log to replay them at.
+            let unplaced = src.conn.query_one(
+                "SELECT (SELECT count(*) FROM decisions WHERE log_index IS NULL) \
+                      + (SELECT count(*) FROM supersessions WHERE log_index IS NULL)",
                 &[],
-                |r| {
-                    Ok((
-                        r.opt_i64(2)?.unwrap_or(i64::MAX),
-                        DecisionId::parse(r.str(0)?)?,
-                        DecisionId::parse(r.str(1)?)?,
-                    ))
-                },
+                |r| r.i64(0),
             )?;
-            let mut links = links.into_iter().peekable();
-            let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
-            for_each_in_log_order(&src.conn, |log, d| {
-                while let Some((_, old, new)) = links.next_if(|(at, _, _)| *at < log) {
-                    batch.push(Entry::Supersession(old, new));
-                }
-                batch.push(Entry::Decision(Box::new(d)));
-                if batch.len() >= BATCH {
-                    write_entries(dst, &mut batch, &mut report)?;
-                    progress(&report);
-                }
-                Ok(())
-            })?;
-            batch.extend(links.map(|(_, old, new)| Entry::Supersession(old, new)));
-            write_entries(dst, &mut batch, &mut report)?;
-
-            let mut nodes: Vec<UkoNode> = Vec::new();
-            src.for_each_node(|n| {
-                nodes.push(n);
-                if nodes.len() >= BATCH {
-                    report.nodes += nodes.len() as u64;
-                    dst.write(|tx, _| upsert_nodes_in(tx, &nodes))?;
-                    nodes.clear();
-                    progress(&report);
-                }
-                Ok(())
-            })?;
-            report.nodes += nodes.len() as u64;
-            dst.write(|tx, _| upsert_nodes_in(tx, &nodes))?;
-            let mut edges: Vec<UkoEdge> = Vec::new();
-            src.for_each_edge(|e| {
-                edges.push(e);
-                if edges.len() >= BATCH {
-                    report.edges += edges.len() as u64;
-                    dst.write(|tx, _| upsert_edges_in(tx, &edges))?;
-                    edges.clear();
-                    progress(&report);
-                }
-                Ok(())
-            })?;
-            report.edges += edges.len() as u64;
-            dst.write(|tx, _| upsert_edges_in(tx, &edges))?;
-            let references = src.conn.query_vec(
-                "SELECT resource_uri, from_uri, relation, name FROM uko_code_references",
-                &[],
-                |r| Ok((r.string(0)?, r.string(1)?, r.string(2)?, r.string(3)?)),
-            )?;
-            report.code_references = references.len() as u64;
-            dst.write(|tx, _| {
-                let mut insert = tx.prepare(
-                    "INSERT INTO uko_code_references (resource_uri, from_uri, relation, name) VALUES (?1, ?2, ?3, ?4)",
-                )?;
-                for (file, from, relation, name) in &references {
-                    insert.execute(vals![file, from, relation, name])?;
-                }
-                Ok(())
-            })?;
-
-            let (ours, theirs) = (src.digest()?.store, dst.digest()?.store);
-            if ours != theirs {
+            if unplaced > 0 {
                 return Err(Error::Corrupt(format!(
-                    "the copy's digest {theirs} differs from the source's {ours}: run `dstore check` on the source"
+                    "{unplaced} rows of the source have no place in its log (written around the library); run `dstore check`"
                 )));
             }
-            report.digest = ours.to_string();
-            Ok(report)
+            const PARTIAL: &str =
+                "; the destination may hold part of the copy: empty it (a new file, or drop its schema) and copy again";
+            src.copy_log_and_graph(dst, &mut progress).map_err(|e| match e {
+                Error::Validation { field, reason } => Error::Validation { field, reason: format!("{reason}{PARTIAL}") },
+                e @ (Error::Corrupt(_) | Error::Storage(_) | Error::Busy) => Error::Storage(format!("{e}{PARTIAL}").into()),
+                e => e,
+            })
         })
+    }
+
+    fn copy_log_and_graph(&self, dst: &mut Store, progress: &mut impl FnMut(&CopyReport)) -> Result<CopyReport> {
+        let src = self;
+        let mut report = CopyReport::default();
+        let links = src.conn.query_vec(
+            "SELECT decision_id, superseded_by, log_index FROM supersessions ORDER BY log_index",
+            &[],
+            |r| Ok((r.opt_i64(2)?.unwrap_or(i64::MAX), DecisionId::parse(r.str(0)?)?, DecisionId::parse(r.str(1)?)?)),
+        )?;
+        let mut links = links.into_iter().peekable();
+        let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
+        for_each_in_log_order(&src.conn, |log, d| {
+            while let Some((_, old, new)) = links.next_if(|(at, _, _)| *at < log) {
+                batch.push(Entry::Supersession(old, new));
+            }
+            batch.push(Entry::Decision(Box::new(d)));
+            if batch.len() >= BATCH {
+                write_entries(dst, &mut batch, &mut report)?;
+                progress(&report);
+            }
+            Ok(())
+        })?;
+        batch.extend(links.map(|(_, old, new)| Entry::Supersession(old, new)));
+        write_entries(dst, &mut batch, &mut report)?;
+
+        let mut nodes: Vec<UkoNode> = Vec::new();
+        src.for_each_node(|n| {
+            nodes.push(n);
+            if nodes.len() >= BATCH {
+                report.nodes += nodes.len() as u64;
+                dst.write(|tx, _| upsert_nodes_in(tx, &nodes))?;
+                nodes.clear();
+                progress(&report);
+            }
+            Ok(())
+        })?;
+        report.nodes += nodes.len() as u64;
+        dst.write(|tx, _| upsert_nodes_in(tx, &nodes))?;
+        let mut edges: Vec<UkoEdge> = Vec::new();
+        src.for_each_edge(|e| {
+            edges.push(e);
+            if edges.len() >= BATCH {
+                report.edges += edges.len() as u64;
+                dst.write(|tx, _| upsert_edges_in(tx, &edges))?;
+                edges.clear();
+                progress(&report);
+            }
+            Ok(())
+        })?;
+        report.edges += edges.len() as u64;
+        dst.write(|tx, _| upsert_edges_in(tx, &edges))?;
+        let references =
+            src.conn.query_vec("SELECT resource_uri, from_uri, relation, name FROM uko_code_references", &[], |r| {
+                Ok((r.string(0)?, r.string(1)?, r.string(2)?, r.string(3)?))
+            })?;
+        report.code_references = references.len() as u64;
+        dst.write(|tx, _| {
+            let mut insert = tx.prepare(
+                "INSERT INTO uko_code_references (resource_uri, from_uri, relation, name) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for (file, from, relation, name) in &references {
+                insert.execute(vals![file, from, relation, name])?;
+            }
+            Ok(())
+        })?;
+
+        let (ours, theirs) = (src.digest()?.store, dst.digest()?.store);
+        if ours != theirs {
+            return Err(Error::Corrupt(format!(
+                "the copy's digest {theirs} differs from the source's {ours}: run `dstore check` on the source"
+            )));
+        }
+        report.digest = ours.to_string();
+        Ok(report)
     }
 }
 

@@ -128,11 +128,16 @@ impl PgToSql for Value<'_> {
             },
             Value::Real(r) => match *ty {
                 Type::FLOAT4 => (r as f32).to_sql(ty, out),
-                _ => r.to_sql(ty, out),
+                Type::FLOAT8 => r.to_sql(ty, out),
+                _ => Err(format!("a number cannot go into a {ty} parameter").into()),
             },
-            Value::Text(t) => t.to_sql(ty, out),
-            Value::Ints(v) => v.to_sql(ty, out),
-            Value::Texts(v) => v.to_sql(ty, out),
+            Value::Text(t) => match *ty {
+                Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => t.to_sql(ty, out),
+                _ => Err(format!("text cannot go into a {ty} parameter").into()),
+            },
+            Value::Ints(v) if *ty == Type::INT8_ARRAY => v.to_sql(ty, out),
+            Value::Texts(v) if *ty == Type::TEXT_ARRAY => v.to_sql(ty, out),
+            Value::Ints(_) | Value::Texts(_) => Err(format!("a list cannot go into a {ty} parameter").into()),
         }
     }
 
@@ -266,6 +271,9 @@ pub(crate) struct Pg {
     client: RefCell<postgres::Client>,
     statements: RefCell<HashMap<String, postgres::Statement>>,
     in_transaction: Cell<bool>,
+    /// A statement of the open transaction failed: PostgreSQL has aborted
+    /// it, and its COMMIT would only roll it back.
+    failed: Cell<bool>,
 }
 
 /// A store's connection.
@@ -280,6 +288,9 @@ pub(crate) fn pg_storage(e: postgres::Error) -> Error {
     use postgres::error::SqlState;
     if let Some(db) = e.as_db_error() {
         let code = db.code();
+        if *code == SqlState::CHARACTER_NOT_IN_REPERTOIRE && db.message().contains("0x00") {
+            return Error::validation("text", "holds the NUL character (U+0000), which PostgreSQL text cannot store");
+        }
         if *code == SqlState::T_R_SERIALIZATION_FAILURE
             || *code == SqlState::T_R_DEADLOCK_DETECTED
             || *code == SqlState::LOCK_NOT_AVAILABLE
@@ -321,7 +332,20 @@ pub(crate) fn to_postgres(sql: &str) -> String {
 
 impl Pg {
     pub(crate) fn new(client: postgres::Client) -> Pg {
-        Pg { client: RefCell::new(client), statements: RefCell::default(), in_transaction: Cell::new(false) }
+        Pg {
+            client: RefCell::new(client),
+            statements: RefCell::default(),
+            in_transaction: Cell::new(false),
+            failed: Cell::new(false),
+        }
+    }
+
+    /// Maps a statement's error, remembering that it aborted the open transaction.
+    fn fail(&self, e: postgres::Error) -> Error {
+        if self.in_transaction.get() {
+            self.failed.set(true);
+        }
+        pg_storage(e)
     }
 
     pub(crate) fn client(&self) -> std::cell::RefMut<'_, postgres::Client> {
@@ -332,7 +356,7 @@ impl Pg {
         if let Some(s) = self.statements.borrow().get(sql) {
             return Ok(s.clone());
         }
-        let stmt = self.client.borrow_mut().prepare(&to_postgres(sql)).map_err(pg_storage)?;
+        let stmt = self.client.borrow_mut().prepare(&to_postgres(sql)).map_err(|e| self.fail(e))?;
         self.statements.borrow_mut().insert(sql.to_owned(), stmt.clone());
         Ok(stmt)
     }
@@ -343,7 +367,7 @@ impl Pg {
 
     fn query(&self, sql: &str, params: &[Value<'_>]) -> Result<Vec<postgres::Row>> {
         let stmt = self.statement(sql)?;
-        self.client.borrow_mut().query(&stmt, &Self::params(params)).map_err(pg_storage)
+        self.client.borrow_mut().query(&stmt, &Self::params(params)).map_err(|e| self.fail(e))
     }
 }
 
@@ -368,7 +392,7 @@ impl Conn {
                 .map_err(super::storage),
             Conn::Postgres(pg) => {
                 let stmt = pg.statement(sql)?;
-                let n = pg.client.borrow_mut().execute(&stmt, &Pg::params(params)).map_err(pg_storage)?;
+                let n = pg.client.borrow_mut().execute(&stmt, &Pg::params(params)).map_err(|e| pg.fail(e))?;
                 Ok(n as usize)
             }
         }
@@ -378,7 +402,7 @@ impl Conn {
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
         match self {
             Conn::Sqlite(c) => c.execute_batch(sql).map_err(super::storage),
-            Conn::Postgres(pg) => pg.client.borrow_mut().batch_execute(sql).map_err(pg_storage),
+            Conn::Postgres(pg) => pg.client.borrow_mut().batch_execute(sql).map_err(|e| pg.fail(e)),
         }
     }
 
@@ -441,7 +465,7 @@ impl Conn {
             }
             Conn::Postgres(pg) => {
                 let stmt = pg.statement(sql)?;
-                let row = pg.client.borrow_mut().query_opt(&stmt, &Pg::params(params)).map_err(pg_storage)?;
+                let row = pg.client.borrow_mut().query_opt(&stmt, &Pg::params(params)).map_err(|e| pg.fail(e))?;
                 row.map(|r| f(&Row::Postgres(&r))).transpose()
             }
         }
@@ -485,8 +509,16 @@ impl Conn {
         match self {
             Conn::Sqlite(c) => c.execute_batch("BEGIN IMMEDIATE").map_err(super::storage)?,
             Conn::Postgres(pg) => {
-                pg.client.borrow_mut().batch_execute("BEGIN").map_err(pg_storage)?;
+                // READ COMMITTED whatever the server's default: a writer
+                // that waited for the row lock then reads the rows its
+                // predecessor committed instead of failing to serialize.
+                // It waits 5 s at most, as SQLite's busy timeout does.
+                pg.client
+                    .borrow_mut()
+                    .batch_execute("BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '5s'")
+                    .map_err(pg_storage)?;
                 pg.in_transaction.set(true);
+                pg.failed.set(false);
                 let tx = Tx { conn: self, done: false };
                 self.query_one("SELECT entries FROM store_log WHERE id = 1 FOR UPDATE", &[], |_| Ok(()))?;
                 return Ok(tx);
@@ -511,6 +543,7 @@ impl Conn {
                     .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     .map_err(pg_storage)?;
                 pg.in_transaction.set(true);
+                pg.failed.set(false);
                 Ok(Tx { conn: self, done: false })
             }
         }
@@ -518,10 +551,25 @@ impl Conn {
 
     fn end(&self, sql: &str) -> Result<()> {
         match self {
-            Conn::Sqlite(c) => c.execute_batch(sql).map_err(super::storage),
+            Conn::Sqlite(c) => {
+                let out = c.execute_batch(sql).map_err(super::storage);
+                // A COMMIT that failed (busy, disk full) leaves the transaction open: end it.
+                if out.is_err() && !c.is_autocommit() {
+                    let _ = c.execute_batch("ROLLBACK");
+                }
+                out
+            }
             Conn::Postgres(pg) => {
-                let out = pg.client.borrow_mut().batch_execute(sql).map_err(pg_storage);
+                // PostgreSQL answers COMMIT of an aborted transaction by rolling it back, without an error.
+                let aborted = pg.failed.replace(false) && sql == "COMMIT";
+                let out =
+                    pg.client.borrow_mut().batch_execute(if aborted { "ROLLBACK" } else { sql }).map_err(pg_storage);
                 pg.in_transaction.set(false);
+                if aborted {
+                    return Err(Error::Storage(
+                        "a statement of this transaction failed, so PostgreSQL rolled all of it back".into(),
+                    ));
+                }
                 out
             }
         }
@@ -567,7 +615,7 @@ impl Stmt<'_> {
         match self {
             Stmt::Sqlite(s) => s.execute(rusqlite::params_from_iter(params)).map_err(super::storage),
             Stmt::Postgres(pg, s) => {
-                Ok(pg.client.borrow_mut().execute(&*s, &Pg::params(params)).map_err(pg_storage)? as usize)
+                Ok(pg.client.borrow_mut().execute(&*s, &Pg::params(params)).map_err(|e| pg.fail(e))? as usize)
             }
         }
     }
@@ -577,12 +625,14 @@ impl Stmt<'_> {
     pub(crate) fn execute_raw(&mut self, params: &[Value<'_>]) -> std::result::Result<usize, EngineError> {
         match self {
             Stmt::Sqlite(s) => s.execute(rusqlite::params_from_iter(params)).map_err(EngineError::Sqlite),
-            Stmt::Postgres(pg, s) => pg
-                .client
-                .borrow_mut()
-                .execute(&*s, &Pg::params(params))
-                .map(|n| n as usize)
-                .map_err(EngineError::Postgres),
+            Stmt::Postgres(pg, s) => {
+                pg.client.borrow_mut().execute(&*s, &Pg::params(params)).map(|n| n as usize).map_err(|e| {
+                    if pg.in_transaction.get() {
+                        pg.failed.set(true);
+                    }
+                    EngineError::Postgres(e)
+                })
+            }
         }
     }
 
@@ -600,7 +650,7 @@ impl Stmt<'_> {
                 }
             }
             Stmt::Postgres(pg, s) => {
-                let row = pg.client.borrow_mut().query_opt(&*s, &Pg::params(params)).map_err(pg_storage)?;
+                let row = pg.client.borrow_mut().query_opt(&*s, &Pg::params(params)).map_err(|e| pg.fail(e))?;
                 row.map(|r| f(&Row::Postgres(&r))).transpose()
             }
         }

@@ -72,6 +72,9 @@ pub(crate) fn upsert_nodes_in(conn: &Conn, nodes: &[UkoNode]) -> Result<()> {
             {
                 super::db::no_nul(field, text)?;
             }
+            for (field, text) in [("version", &node.version), ("resource_uri", &node.resource_uri)] {
+                super::db::no_nul(field, text.as_deref().unwrap_or_default())?;
+            }
             for v in &node.views {
                 super::db::no_nul("views.content", &v.content)?;
             }

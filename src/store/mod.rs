@@ -74,7 +74,17 @@ const MIGRATION_UNLOCK: &str = "SELECT pg_advisory_unlock(1146311762, hashtext(c
 
 /// `url` without its password, for messages.
 fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let Some((scheme, rest)) = url.split_once("://") else { return "(a connection string)".to_owned() };
+    // `?password=...` is a password too.
+    let (rest, query) = rest.split_once('?').map_or((rest, None), |(r, q)| (r, Some(q)));
+    let query = query.map(|q| {
+        q.split('&').filter(|kv| !kv.to_ascii_lowercase().starts_with("password=")).collect::<Vec<_>>().join("&")
+    });
+    let rest = match query.as_deref() {
+        Some("") | None => rest.to_owned(),
+        Some(q) => format!("{rest}?{q}"),
+    };
+    let rest = rest.as_str();
     let (authority, tail) = rest.split_once('/').map_or((rest, None), |(a, t)| (a, Some(t)));
     let authority = match authority.rsplit_once('@') {
         Some((user, host)) => match user.split_once(':') {
@@ -246,8 +256,11 @@ impl Store {
     /// [`Error::MigrationMismatch`] as for files.
     pub fn connect(url: &str) -> Result<Store> {
         let mut store = Store::connect_as(url, false)?;
-        store.identify_postgres()?;
-        store.migrate()?;
+        // Under the migration lock: another agent may be creating the schema right now.
+        store.conn.batch(MIGRATION_LOCK)?;
+        let outcome = store.identify_postgres().and_then(|_| store.migrate_locked());
+        let unlocked = store.conn.batch(MIGRATION_UNLOCK);
+        outcome.and(unlocked)?;
         Ok(store)
     }
 
@@ -263,9 +276,9 @@ impl Store {
         let found = store.identify_postgres()?;
         let supported = supported_schema_version();
         if found == 0 {
-            return Err(Error::Connect {
+            return Err(Error::NotAStoreDatabase {
                 url: store.display_url(),
-                reason: "no decision store in this database yet".into(),
+                reason: "no decision store in this schema yet".into(),
             });
         }
         if found < supported {
@@ -294,7 +307,18 @@ impl Store {
         })?;
         let conn = Conn::Postgres(Box::new(db::Pg::new(client)));
         // Notices (such as "relation already exists, skipping") are the server's business.
-        conn.batch("SET client_min_messages = warning")?;
+        // A session that dies inside a transaction (a crashed host) frees the writers' row lock after 5 minutes.
+        conn.batch("SET client_min_messages = warning; SET idle_in_transaction_session_timeout = '5min'")?;
+        let (encoding, schema) =
+            conn.query_one("SELECT current_setting('server_encoding'), current_schema()", &[], |r| {
+                Ok((r.string(0)?, r.opt_string(1)?))
+            })?;
+        if encoding != "UTF8" {
+            return Err(fail(format!("the database's encoding is {encoding}; a decision store needs UTF8")));
+        }
+        if schema.is_none() {
+            return Err(fail("the search path names no existing schema to hold the store".into()));
+        }
         Ok(Store { conn, path: None, url: Some(shown), read_only })
     }
 
@@ -307,7 +331,8 @@ impl Store {
     /// applications' tables and newer or diverging schemas.
     fn identify_postgres(&self) -> Result<i64> {
         let (history, log, tables) = self.conn.query_one(
-            "SELECT to_regclass('refinery_schema_history') IS NOT NULL, to_regclass('store_log') IS NOT NULL, \
+            "SELECT to_regclass(quote_ident(current_schema()) || '.refinery_schema_history') IS NOT NULL, \
+             to_regclass(quote_ident(current_schema()) || '.store_log') IS NOT NULL, \
              (SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema())",
             &[],
             |r| Ok((r.bool(0)?, r.bool(1)?, r.i64(2)?)),
@@ -316,16 +341,16 @@ impl Store {
             if tables == 0 {
                 return Ok(0);
             }
-            return Err(Error::Connect {
+            return Err(Error::NotAStoreDatabase {
                 url: self.display_url(),
-                reason: "the database holds tables of another application, not a decision store".into(),
+                reason: "the schema holds tables of another application, not a decision store".into(),
             });
         }
         let found = self.schema_version()?;
         if found > 0 && !log {
-            return Err(Error::Connect {
+            return Err(Error::NotAStoreDatabase {
                 url: self.display_url(),
-                reason: "the database holds another application's migrations, not a decision store".into(),
+                reason: "the schema holds another application's migrations, not a decision store".into(),
             });
         }
         let supported = supported_schema_version();
@@ -511,9 +536,13 @@ impl Store {
             Conn::Sqlite(c) => {
                 embedded::migrations::runner().set_abort_divergent(true).set_abort_missing(true).run(c).map(drop)
             }
+            // Grouped: all pending versions and their history rows in one
+            // transaction (PostgreSQL's DDL is transactional), so a crash
+            // mid-migration leaves the schema as it was.
             Conn::Postgres(pg) => embedded_postgres::migrations::runner()
                 .set_abort_divergent(true)
                 .set_abort_missing(true)
+                .set_grouped(true)
                 .run(&mut *pg.client())
                 .map(drop),
         };
@@ -532,7 +561,7 @@ impl Store {
     /// [`Error::Storage`] if the history table cannot be read.
     pub fn schema_version(&self) -> Result<i64> {
         let has_history = if self.conn.is_postgres() {
-            "SELECT to_regclass('refinery_schema_history') IS NOT NULL"
+            "SELECT to_regclass(quote_ident(current_schema()) || '.refinery_schema_history') IS NOT NULL"
         } else {
             "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'refinery_schema_history')"
         };
@@ -693,6 +722,14 @@ mod tests {
         assert_eq!(cache(&store), -256, "check's larger cache lasts only while it runs");
         let temp = |s: &Store| -> i64 { s.sqlite().unwrap().query_row("PRAGMA temp_store", [], |r| r.get(0)).unwrap() };
         assert_eq!(temp(&store), 2, "writers keep statement journals in memory");
+    }
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(redact("postgres://u:pw@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(redact("postgres://u@h/db?password=pw&sslmode=disable"), "postgres://u@h/db?sslmode=disable");
+        assert_eq!(redact("postgresql://h/db?Password=pw"), "postgresql://h/db");
+        assert_eq!(redact("host=h user=u password=pw"), "(a connection string)");
     }
 
     #[test]
