@@ -283,7 +283,7 @@ impl Store {
         // Plan anchors whose entry was found (and compared).
         let mut compared: std::collections::HashSet<(String, u64)> = std::collections::HashSet::new();
         const HASHED: usize = 7;
-        self.conn.for_each(&entries_sql(), &[], |r| {
+        self.conn.for_each_streamed(&entries_sql(), &[], |r| {
             let supersession = r.i64(0)? == 1;
             let actual = if supersession {
                 integrity::supersession_hash(r.field(HASHED)?, r.field(HASHED + 1)?, r.field(HASHED + 2)?)

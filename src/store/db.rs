@@ -274,7 +274,12 @@ pub(crate) struct Pg {
     /// A statement of the open transaction failed: PostgreSQL has aborted
     /// it, and its COMMIT would only roll it back.
     failed: Cell<bool>,
+    /// Cursors declared so far, for unique names.
+    cursors: Cell<u64>,
 }
+
+/// Rows a cursor fetches at a time.
+const CURSOR_ROWS: usize = 1000;
 
 /// A store's connection.
 pub(crate) enum Conn {
@@ -337,6 +342,7 @@ impl Pg {
             statements: RefCell::default(),
             in_transaction: Cell::new(false),
             failed: Cell::new(false),
+            cursors: Cell::new(0),
         }
     }
 
@@ -430,6 +436,38 @@ impl Conn {
                 Ok(())
             }
         }
+    }
+
+    /// [`Conn::for_each`] for a query over a whole table (export, copy,
+    /// check). On PostgreSQL inside a transaction it reads through a
+    /// server-side cursor, a thousand rows at a time, so memory stays flat
+    /// however large the store; elsewhere it is `for_each`.
+    pub(crate) fn for_each_streamed(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+        mut f: impl FnMut(&Row<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let Conn::Postgres(pg) = self else { return self.for_each(sql, params, f) };
+        if !pg.in_transaction.get() {
+            return self.for_each(sql, params, f);
+        }
+        let cursor = format!("dstore_rows_{}", pg.cursors.get());
+        pg.cursors.set(pg.cursors.get() + 1);
+        let declare = format!("DECLARE {cursor} NO SCROLL CURSOR FOR {}", to_postgres(sql));
+        let fetch = format!("FETCH {CURSOR_ROWS} FROM {cursor}");
+        pg.client.borrow_mut().execute(declare.as_str(), &Pg::params(params)).map_err(|e| pg.fail(e))?;
+        loop {
+            // The borrow ends before `f` runs, so `f` may query the store too.
+            let rows = pg.client.borrow_mut().query(fetch.as_str(), &[]).map_err(|e| pg.fail(e))?;
+            for r in &rows {
+                f(&Row::Postgres(r))?;
+            }
+            if rows.len() < CURSOR_ROWS {
+                break;
+            }
+        }
+        pg.client.borrow_mut().batch_execute(&format!("CLOSE {cursor}")).map_err(|e| pg.fail(e))
     }
 
     /// Every result row, each turned into a `T` by `f`.

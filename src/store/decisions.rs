@@ -644,7 +644,7 @@ pub(crate) fn get_in(tx: &Conn, id: DecisionId) -> Result<Option<Decision>> {
 /// log index, without supersession links (they are entries of their own).
 pub(crate) fn for_each_in_log_order(conn: &Conn, mut f: impl FnMut(i64, Decision) -> Result<()>) -> Result<()> {
     let (mut cols, log_index) = (None, 15);
-    conn.for_each(LOG_ROWS, &[], |r| {
+    conn.for_each_streamed(LOG_ROWS, &[], |r| {
         f(r.opt_i64(log_index)?.unwrap_or(i64::MAX), from_row(r, Cols::once(&mut cols, r)?)??)
     })
 }
@@ -832,7 +832,10 @@ impl Store {
             Some(a) => vals![a],
             None => &[],
         };
-        self.conn.for_each(sql, params, |row| f(from_row(row, Cols::once(&mut cols, row)?)??))
+        // One snapshot, read through a cursor on PostgreSQL.
+        self.read_snapshot(|store| {
+            store.conn.for_each_streamed(sql, params, |row| f(from_row(row, Cols::once(&mut cols, row)?)??))
+        })
     }
 
     /// The plan's decision tree, rebuilt from its rows.

@@ -305,29 +305,31 @@ impl Store {
     /// The first error of reading or of `f`.
     pub fn for_each_node(&self, mut f: impl FnMut(UkoNode) -> Result<()>) -> Result<()> {
         let mut current: Option<UkoNode> = None;
-        self.conn.for_each(
-            "SELECT n.uri, n.domain, n.kind, n.label, n.version, n.resource_uri, v.depth, v.content
+        self.read_snapshot(|store| {
+            store.conn.for_each_streamed(
+                "SELECT n.uri, n.domain, n.kind, n.label, n.version, n.resource_uri, v.depth, v.content
              FROM uko_nodes n LEFT JOIN uko_node_views v ON v.node_id = n.node_id
              ORDER BY n.uri, v.depth",
-            &[],
-            |r| {
-                let uri = r.str(0)?;
-                if current.as_ref().is_none_or(|n| n.uri != uri) {
-                    if let Some(done) = current.take() {
-                        f(done)?;
+                &[],
+                |r| {
+                    let uri = r.str(0)?;
+                    if current.as_ref().is_none_or(|n| n.uri != uri) {
+                        if let Some(done) = current.take() {
+                            f(done)?;
+                        }
+                        let mut node = UkoNode::new(uri, r.str(1)?, r.str(2)?, r.str(3)?);
+                        node.version = r.opt_string(4)?;
+                        node.resource_uri = r.opt_string(5)?;
+                        current = Some(node);
                     }
-                    let mut node = UkoNode::new(uri, r.str(1)?, r.str(2)?, r.str(3)?);
-                    node.version = r.opt_string(4)?;
-                    node.resource_uri = r.opt_string(5)?;
-                    current = Some(node);
-                }
-                if r.opt_i64(6)?.is_some() {
-                    let view = NodeView { depth: view_depth(r, 6)?, content: r.string(7)? };
-                    current.as_mut().expect("set above").views.push(view);
-                }
-                Ok(())
-            },
-        )?;
+                    if r.opt_i64(6)?.is_some() {
+                        let view = NodeView { depth: view_depth(r, 6)?, content: r.string(7)? };
+                        current.as_mut().expect("set above").views.push(view);
+                    }
+                    Ok(())
+                },
+            )
+        })?;
         if let Some(done) = current {
             f(done)?;
         }
@@ -339,13 +341,12 @@ impl Store {
     /// # Errors
     /// The first error of reading or of `f`.
     pub fn for_each_edge(&self, mut f: impl FnMut(UkoEdge) -> Result<()>) -> Result<()> {
-        self.conn.for_each(
-            "SELECT source, target, relation, weight FROM uko_edge_list ORDER BY source, relation, target",
-            &[],
-            |r| {
+        let sql = "SELECT source, target, relation, weight FROM uko_edge_list ORDER BY source, relation, target";
+        self.read_snapshot(|store| {
+            store.conn.for_each_streamed(sql, &[], |r| {
                 f(UkoEdge { source: r.string(0)?, target: r.string(1)?, relation: r.string(2)?, weight: r.opt_f64(3)? })
-            },
-        )
+            })
+        })
     }
 
     /// The whole stored graph in memory (petgraph).
