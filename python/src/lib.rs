@@ -9,6 +9,8 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+mod de;
+
 use decision_store::inheritance::{
     child_context_from_store, InheritanceConfig, PlanContextInheritance, StoredContextOptions,
 };
@@ -173,8 +175,7 @@ fn decision_of(obj: &Bound<'_, PyAny>) -> PyResult<Decision> {
     if let Ok(d) = obj.cast::<PyDecision>() {
         return Ok(d.get().inner.clone());
     }
-    let value = to_json(obj, "")?;
-    Decision::from_json_value(value).map_err(|e| raise(obj.py(), e))
+    Decision::from_deserializer(de::PyDe(obj)).map_err(|e| raise(obj.py(), e))
 }
 
 fn decision_id(py: Python<'_>, s: &str) -> PyResult<DecisionId> {

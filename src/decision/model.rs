@@ -502,6 +502,26 @@ impl Decision {
         Decision::try_from(builder)
     }
 
+    /// Decodes one decision from any serde data format, validating it as
+    /// [`Decision::from_json_value`] does; an error names the field's path
+    /// (`context_snapshot.resources[0].resource_id`). The Python package
+    /// reads Python objects through it without making JSON values first.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] naming the field.
+    pub fn from_deserializer<'de, D>(deserializer: D) -> Result<Self>
+    where
+        D: serde::Deserializer<'de>,
+        D::Error: std::fmt::Display,
+    {
+        let builder: DecisionBuilder = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let path = e.path().to_string();
+            let reason = e.into_inner().to_string();
+            Error::validation(if path == "." { "decision".to_owned() } else { path }, reason)
+        })?;
+        Decision::try_from(builder)
+    }
+
     /// Decodes one decision from JSON text.
     ///
     /// # Errors

@@ -1,0 +1,151 @@
+//! Python objects read as serde data: a dict of a decision becomes a
+//! `Decision` without an intermediate JSON value (`Decision::from_deserializer`).
+//! The types are JSON's: dict (str keys), list or tuple, str, int, float
+//! (finite), bool and None; a `Decision` inside is read as its JSON.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+
+use crate::PyDecision;
+
+/// Why a Python object could not be read; the caller adds the field's path.
+#[derive(Debug)]
+pub struct DeError(String);
+
+impl std::fmt::Display for DeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DeError {}
+
+impl de::Error for DeError {
+    fn custom<T: std::fmt::Display>(msg: T) -> Self {
+        DeError(msg.to_string())
+    }
+}
+
+fn python(e: PyErr) -> DeError {
+    DeError(e.to_string())
+}
+
+/// One Python object as a serde deserializer.
+pub struct PyDe<'a, 'py>(pub &'a Bound<'py, PyAny>);
+
+impl<'de> de::Deserializer<'de> for PyDe<'_, '_> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let obj = self.0;
+        // The common types first.
+        if let Ok(s) = obj.cast::<PyString>() {
+            return visitor.visit_string(s.to_cow().map_err(python)?.into_owned());
+        }
+        if let Ok(dict) = obj.cast::<PyDict>() {
+            return visitor.visit_map(DictAccess { items: dict.iter(), value: None });
+        }
+        if obj.is_none() {
+            return visitor.visit_unit();
+        }
+        if obj.is_instance_of::<PyBool>() {
+            return visitor.visit_bool(obj.extract().map_err(python)?);
+        }
+        if obj.is_instance_of::<PyInt>() {
+            if let Ok(i) = obj.extract::<i64>() {
+                return visitor.visit_i64(i);
+            }
+            if let Ok(u) = obj.extract::<u64>() {
+                return visitor.visit_u64(u);
+            }
+            return Err(DeError("integer out of the 64-bit range".into()));
+        }
+        if obj.is_instance_of::<PyFloat>() {
+            let f: f64 = obj.extract().map_err(python)?;
+            if !f.is_finite() {
+                return Err(DeError(format!("{f} is not a finite number")));
+            }
+            return visitor.visit_f64(f);
+        }
+        if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+            return visitor.visit_seq(SeqItems { items: obj.try_iter().map_err(python)? });
+        }
+        if let Ok(d) = obj.cast::<PyDecision>() {
+            return de::Deserializer::deserialize_any(d.get().inner.to_json_value(), visitor)
+                .map_err(de::Error::custom);
+        }
+        let name = obj.get_type().name().map_or_else(|_| "?".to_owned(), |n| n.to_string());
+        Err(DeError(format!("a {name} is not JSON (dict, list, str, int, float, bool or None)")))
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        if self.0.is_none() {
+            visitor.visit_none()
+        } else {
+            visitor.visit_some(self)
+        }
+    }
+
+    /// A unit variant is its name, as in JSON (`"prompt_definition"`).
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        match self.0.cast::<PyString>() {
+            Ok(s) => visitor.visit_enum(s.to_cow().map_err(python)?.into_owned().into_deserializer()),
+            Err(_) => {
+                let _ = (name, variants);
+                self.deserialize_any(visitor)
+            }
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct identifier ignored_any
+    }
+}
+
+struct DictAccess<'py> {
+    items: pyo3::types::iter::BoundDictIterator<'py>,
+    value: Option<Bound<'py, PyAny>>,
+}
+
+impl<'de, 'py> MapAccess<'de> for DictAccess<'py> {
+    type Error = DeError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, DeError> {
+        let Some((key, value)) = self.items.next() else { return Ok(None) };
+        let Ok(key) = key.cast::<PyString>() else {
+            let shown = key.repr().map_or_else(|_| "?".into(), |r| r.to_string());
+            return Err(DeError(format!("key {shown} is not a string")));
+        };
+        self.value = Some(value);
+        let key = key.to_cow().map_err(python)?;
+        seed.deserialize(key.as_ref().into_deserializer()).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, DeError> {
+        let value = self.value.take().ok_or_else(|| DeError("a value without its key".into()))?;
+        seed.deserialize(PyDe(&value))
+    }
+}
+
+struct SeqItems<'py> {
+    items: Bound<'py, pyo3::types::PyIterator>,
+}
+
+impl<'de> SeqAccess<'de> for SeqItems<'_> {
+    type Error = DeError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, DeError> {
+        match self.items.next() {
+            None => Ok(None),
+            Some(item) => seed.deserialize(PyDe(&item.map_err(python)?)).map(Some),
+        }
+    }
+}
