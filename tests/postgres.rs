@@ -414,6 +414,23 @@ fn a_killed_writer_leaves_whole_batches(url: &str) {
     assert_eq!(store.check().unwrap(), vec![]);
 }
 
+fn a_source_file_holding_nul_is_skipped_on_the_server(url: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("good.py"), "class Kept:\n    def run(self):\n        return 1\n").unwrap();
+    std::fs::write(dir.path().join("odd.py"), "SEP = '\0'\n\nclass Odd:\n    pass\n").unwrap();
+    let mut server = TempStore::on_server(url).unwrap();
+    let report = server.store().unwrap().ingest(dir.path(), Default::default()).unwrap();
+    assert_eq!(report.parsed_files, vec!["good.py".to_owned()]);
+    assert!(report.skipped.iter().any(|s| s.path == "odd.py" && s.reason.contains("U+0000")), "{:?}", report.skipped);
+    let known = server.store().unwrap().known_uris(&["class://good.Kept".into(), "class://odd.Odd".into()]).unwrap();
+    assert!(known.contains("class://good.Kept") && !known.contains("class://odd.Odd"), "{known:?}");
+    // A file store keeps it.
+    let mut file = TempStore::new().unwrap();
+    let report = file.store().unwrap().ingest(dir.path(), Default::default()).unwrap();
+    assert_eq!(report.parsed_files.len(), 2, "{report:?}");
+    assert!(report.skipped.is_empty());
+}
+
 fn agents_connecting_to_a_new_database_at_once_migrate_it_once(url: &str) {
     let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
     admin.batch_execute("DROP SCHEMA IF EXISTS fresh_race CASCADE; CREATE SCHEMA fresh_race").unwrap();
@@ -529,12 +546,15 @@ fn main() {
             run("racing_supersessions_leave_one_winner", &|| racing_supersessions_leave_one_winner(&url));
             run("a_killed_writer_leaves_whole_batches", &|| a_killed_writer_leaves_whole_batches(&url));
             run("hostile_input_and_refusals", &|| hostile_input_and_refusals(&url));
+            run("a_source_file_holding_nul_is_skipped_on_the_server", &|| {
+                a_source_file_holding_nul_is_skipped_on_the_server(&url)
+            });
             run("agents_connecting_to_a_new_database_at_once_migrate_it_once", &|| {
                 agents_connecting_to_a_new_database_at_once_migrate_it_once(&url)
             });
         }
         Err(_) => println!(
-            "postgres: SKIPPED 9 server tests: DSTORE_TEST_POSTGRES_URL is not set \
+            "postgres: SKIPPED 10 server tests: DSTORE_TEST_POSTGRES_URL is not set \
              (scripts/pg-test-server cargo test --test postgres starts a throwaway server)"
         ),
     }

@@ -410,7 +410,20 @@ impl Store {
             .map_or_else(|| "root".to_owned(), |n| n.to_string_lossy().replace(['.', ' '], "_"));
         let package = Root { name: root_name, python_package: root.join("__init__.py").is_file() };
         let mut report = IngestReport::default();
-        let found = walk(root, options, &mut report);
+        let mut found = walk(root, options, &mut report);
+        if self.conn.is_postgres() {
+            // PostgreSQL text cannot hold NUL: such a file is skipped (and keeps what it had), not the ingest failed.
+            found.retain(|f| {
+                let keep = !f.text.contains('\0');
+                if !keep {
+                    report.skipped.push(SkippedFile {
+                        path: f.relative.display().to_string(),
+                        reason: "holds the NUL character (U+0000), which PostgreSQL text cannot store".into(),
+                    });
+                }
+                keep
+            });
+        }
         self.write(|tx, _| {
             let stored: HashMap<String, Option<String>> = tx
                 .query_vec(
