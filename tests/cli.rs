@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 mod common;
-use common::{dstore, dstore_with_stdin, fails, json, ok, s};
+use common::{all_at_once, dstore, dstore_with_stdin, fails, json, ok, s};
 
 struct Demo {
     dir: tempfile::TempDir,
@@ -532,20 +532,7 @@ fn two_imports_into_one_file_at_once_both_succeed() {
             f
         })
         .collect();
-    let children: Vec<_> = files
-        .iter()
-        .map(|f| {
-            Command::new(env!("CARGO_BIN_EXE_dstore"))
-                .args(["import", s(&target), s(f), "--batch", "1"])
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for c in children {
-        let out = c.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    }
+    all_at_once(&files.iter().map(|f| vec!["import", s(&target), s(f), "--batch", "1"]).collect::<Vec<_>>());
     assert_eq!(ok(&["export", s(&target)]), exported);
 }
 

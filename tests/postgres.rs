@@ -203,22 +203,13 @@ use decision_store::testing::{PlanBuilder, TempStore};
 use decision_store::{Decision, DecisionId, DecisionType, Error, PlanId};
 use std::process::{Command, Stdio};
 
-const DSTORE: &str = env!("CARGO_BIN_EXE_dstore");
+mod common;
+use common::{all_at_once, dstore, fails, ok};
 
 /// `url` with `schema` as the session's search path.
 fn in_schema(url: &str, schema: &str) -> String {
     let separator = if url.contains('?') { '&' } else { '?' };
     format!("{url}{separator}options=-csearch_path%3D{schema}")
-}
-
-fn dstore(args: &[&str]) -> std::process::Output {
-    Command::new(DSTORE).args(args).output().expect("dstore runs")
-}
-
-fn stdout_of(args: &[&str]) -> Vec<u8> {
-    let out = dstore(args);
-    assert!(out.status.success(), "dstore {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out.stdout
 }
 
 /// `plans` plans of `per_plan` decisions each (a root, then a chain with
@@ -253,55 +244,80 @@ fn a_decisions_file_exports_byte_for_byte(url: &str) {
     let file = decisions_file(dir.path(), "d.jsonl", 5, 40);
     let server = TempStore::on_server(url).unwrap();
     let target = server.url().unwrap();
-    stdout_of(&["import", target, file.to_str().unwrap()]);
+    ok(&["import", target, file.to_str().unwrap()]);
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1-demo.decisions.jsonl");
-    stdout_of(&["import", target, fixture.to_str().unwrap()]);
+    ok(&["import", target, fixture.to_str().unwrap()]);
     let sqlite = dir.path().join("s.db");
-    stdout_of(&["import", sqlite.to_str().unwrap(), fixture.to_str().unwrap()]);
-    stdout_of(&["import", sqlite.to_str().unwrap(), file.to_str().unwrap()]);
-    let (on_server, in_file) = (stdout_of(&["export", target]), stdout_of(&["export", sqlite.to_str().unwrap()]));
+    ok(&["import", sqlite.to_str().unwrap(), fixture.to_str().unwrap()]);
+    ok(&["import", sqlite.to_str().unwrap(), file.to_str().unwrap()]);
+    let (on_server, in_file) = (ok(&["export", target]), ok(&["export", sqlite.to_str().unwrap()]));
     assert!(on_server == in_file, "the server's export differs from the file's");
-    assert_eq!(stdout_of(&["digest", target]), stdout_of(&["digest", sqlite.to_str().unwrap()]));
-    assert_eq!(String::from_utf8(stdout_of(&["check", target])).unwrap().trim(), "ok: no problems found");
+    assert_eq!(ok(&["digest", target]), ok(&["digest", sqlite.to_str().unwrap()]));
+    assert_eq!(ok(&["check", target]).trim(), "ok: no problems found");
     // Each file on its own is in export order: the store gives back its bytes.
     let alone = TempStore::on_server(url).unwrap();
-    stdout_of(&["import", alone.url().unwrap(), file.to_str().unwrap()]);
-    assert!(stdout_of(&["export", alone.url().unwrap()]) == std::fs::read(&file).unwrap(), "not byte for byte");
+    ok(&["import", alone.url().unwrap(), file.to_str().unwrap()]);
+    assert!(ok(&["export", alone.url().unwrap()]) == std::fs::read_to_string(&file).unwrap(), "not byte for byte");
 }
 
 fn copy_round_trips_file_to_server_to_file(url: &str) {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("source.db");
-    stdout_of(&["demo", source.to_str().unwrap()]);
+    ok(&["demo", source.to_str().unwrap()]);
     let file = decisions_file(dir.path(), "d.jsonl", 3, 30);
-    stdout_of(&["import", source.to_str().unwrap(), file.to_str().unwrap()]);
-    stdout_of(&["ingest", source.to_str().unwrap(), concat!(env!("CARGO_MANIFEST_DIR"), "/src/ingest")]);
+    ok(&["import", source.to_str().unwrap(), file.to_str().unwrap()]);
+    ok(&["ingest", source.to_str().unwrap(), concat!(env!("CARGO_MANIFEST_DIR"), "/src/ingest")]);
     let server = TempStore::on_server(url).unwrap();
     let back = dir.path().join("back.db");
     let (s, u, b) = (source.to_str().unwrap(), server.url().unwrap(), back.to_str().unwrap());
-    stdout_of(&["copy", s, u]);
-    stdout_of(&["copy", u, b]);
+    ok(&["copy", s, u]);
+    ok(&["copy", u, b]);
     for args in [&["export"][..], &["digest"][..]] {
-        let of = |db: &str| stdout_of(&[args, &[db]].concat());
+        let of = |db: &str| ok(&[args, &[db]].concat());
         assert!(of(s) == of(u) && of(s) == of(b), "{args:?} differs after the copies");
     }
     let graph = |db: &str| {
         let (n, e) = (dir.path().join(format!("{}.n", db.len())), dir.path().join(format!("{}.e", db.len())));
-        stdout_of(&["export-graph", db, n.to_str().unwrap(), e.to_str().unwrap()]);
+        ok(&["export-graph", db, n.to_str().unwrap(), e.to_str().unwrap()]);
         (std::fs::read(n).unwrap(), std::fs::read(e).unwrap())
     };
     assert!(graph(s) == graph(u) && graph(s) == graph(b), "the graph differs after the copies");
     for db in [s, u, b] {
-        assert_eq!(String::from_utf8(stdout_of(&["check", db])).unwrap().trim(), "ok: no problems found", "{db}");
+        assert_eq!(ok(&["check", db]).trim(), "ok: no problems found", "{db}");
+    }
+    // Every read command answers the same on the server as on the file.
+    let plan = common::json(&["plans", s, "--format", "json"])[0]["plan_id"].as_str().unwrap().to_owned();
+    let first = ok(&["export", s]);
+    let id = first.split("\"decision_id\":\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
+    let reads: [&[&str]; 12] = [
+        &["plans", "--format", "json"],
+        &["tree", &plan, "--format", "json"],
+        &["tree", &plan, "--effective"],
+        &["show", &id, "--format", "json"],
+        &["chain", &id, "--format", "json"],
+        &["impact", &id, "--format", "json"],
+        &["digest", "--plan", &plan],
+        &["stale", "--all", "--format", "json"],
+        &["calibration", "--format", "json"],
+        &["project", "--focus", "class://TokenBucket", "--breadth", "2", "--format", "json"],
+        &["project", "--focus", "class://TokenBucket", "--fragments", "--budget", "400", "--format", "json"],
+        &["child-context", "--plan", &plan, "--budget", "2000", "--format", "json"],
+    ];
+    for args in reads {
+        let on = |db: &str| {
+            let run = dstore(&[&args[..1], &[db], &args[1..]].concat());
+            (run.code, run.stdout, run.stderr)
+        };
+        let (file, server) = (on(s), on(u));
+        assert!(file.0 <= 1, "{args:?} failed on the file: {}", file.2);
+        assert_eq!((file.0, &file.1), (server.0, &server.1), "{args:?} differs on the server: {}", server.2);
     }
     // Ingest's references came along: ingesting the same tree again changes nothing.
     let again = dstore(&["ingest", u, concat!(env!("CARGO_MANIFEST_DIR"), "/src/ingest")]);
-    let said = String::from_utf8_lossy(&again.stderr).to_string() + &String::from_utf8_lossy(&again.stdout);
+    let said = again.stderr + &again.stdout;
     assert!(said.contains("nodes +0 ~0 -0; edges +0 -0"), "{said}");
     // Into a store that holds something: refused, nothing written.
-    let out = dstore(&["copy", s, b]);
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("empty store only"));
+    fails(&["copy", s, b], 2, "empty store only");
 }
 
 fn eight_processes_import_into_one_server_at_once(url: &str) {
@@ -309,21 +325,9 @@ fn eight_processes_import_into_one_server_at_once(url: &str) {
     let files: Vec<_> = (0..8).map(|i| decisions_file(dir.path(), &format!("{i}.jsonl"), 4, 60)).collect();
     let server = TempStore::on_server(url).unwrap();
     let target = server.url().unwrap().to_owned();
-    let children: Vec<_> = files
-        .iter()
-        .map(|f| {
-            Command::new(DSTORE)
-                .args(["import", &target, f.to_str().unwrap(), "--batch", "25"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for c in children {
-        let out = c.wait_with_output().unwrap();
-        assert!(out.status.success(), "an importer failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
+    all_at_once(
+        &files.iter().map(|f| vec!["import", &target, f.to_str().unwrap(), "--batch", "25"]).collect::<Vec<_>>(),
+    );
     let mut store = Store::connect_read_only(&target).unwrap();
     let counts = store.decision_counts().unwrap();
     assert_eq!((counts.plans, counts.decisions, counts.supersessions), (32, 32 * 60, 32));
@@ -387,7 +391,7 @@ fn a_killed_writer_leaves_whole_batches(url: &str) {
     let file = decisions_file(dir.path(), "big.jsonl", 40, 500);
     let server = TempStore::on_server(url).unwrap();
     let target = server.url().unwrap().to_owned();
-    let mut child = Command::new(DSTORE)
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dstore"))
         .args(["import", &target, file.to_str().unwrap(), "--batch", "1000"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -408,7 +412,7 @@ fn a_killed_writer_leaves_whole_batches(url: &str) {
     assert_eq!(store.check().unwrap(), vec![]);
     drop(store);
     // Importing again completes it: what is there is skipped, nothing doubles.
-    stdout_of(&["import", &target, file.to_str().unwrap()]);
+    ok(&["import", &target, file.to_str().unwrap()]);
     let store = Store::connect_read_only(&target).unwrap();
     assert_eq!(store.decision_counts().unwrap().decisions, 20_000);
     assert_eq!(store.check().unwrap(), vec![]);
@@ -487,11 +491,7 @@ fn hostile_input_and_refusals(url: &str) {
     assert_eq!(store.check().unwrap(), vec![]);
 
     // A server that is not there, a refused login: exit 3 and one line.
-    let out = dstore(&["info", "postgres://dstore@127.0.0.1:1/none"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("cannot connect"), "{err}");
+    fails(&["info", "postgres://dstore@127.0.0.1:1/none"], 3, "cannot connect");
     let config: postgres::Config = url.parse().unwrap();
     let host = match &config.get_hosts()[0] {
         postgres::config::Host::Tcp(h) => h.clone(),
@@ -499,19 +499,15 @@ fn hostile_input_and_refusals(url: &str) {
     };
     let stranger =
         format!("postgres://nobody:secret@{host}:{}/{}", config.get_ports()[0], config.get_dbname().unwrap());
-    let out = dstore(&["info", &stranger]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{err}");
-    assert!(err.contains("nobody") && !err.contains("secret"), "{err}");
+    fails(&["info", &stranger], 3, "nobody");
+    assert!(!dstore(&["info", &stranger]).stderr.contains("secret"));
     // Another application's tables: refused, untouched.
     let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
     admin.batch_execute("DROP SCHEMA IF EXISTS foreign_app CASCADE; CREATE SCHEMA foreign_app; CREATE TABLE foreign_app.notes (body text)").unwrap();
     let foreign = in_schema(url, "foreign_app");
     for args in [&["init", &foreign][..], &["info", &foreign][..]] {
-        let out = dstore(args);
         // As for another application's SQLite file: bad input, exit 2.
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(String::from_utf8_lossy(&out.stderr).contains("another application"), "{args:?}");
+        fails(args, 2, "another application");
     }
     let tables: i64 =
         admin.query_one("SELECT count(*) FROM pg_tables WHERE schemaname = 'foreign_app'", &[]).unwrap().get(0);

@@ -19,8 +19,8 @@ use decision_store::store::ImportOptions;
 use decision_store::uko::{Direction, UkoEdge, UkoNode};
 use decision_store::{Decision, DecisionId, DecisionTree, Error, PlanId, Store};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use serde_json::{Map, Number, Value};
+use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple};
+use serde_json::{Map, Value};
 
 /// Raises the `decision_store.errors` exception that fits `e`.
 fn raise(py: Python<'_>, e: Error) -> PyErr {
@@ -54,89 +54,20 @@ fn invalid(py: Python<'_>, field: &str, reason: impl std::fmt::Display) -> PyErr
     error(py, "ValidationError", format!("{field}: {reason}"))
 }
 
-/// Where a value sits in its input (`alternatives[2].option`), put into
-/// words only when the value is bad: most values are good, and formatting
-/// a path for each of them was most of the conversion's time.
-#[derive(Clone, Copy)]
-enum JsonPath<'a> {
-    Root(&'a str),
-    Key(&'a JsonPath<'a>, &'a str),
-    Index(&'a JsonPath<'a>, usize),
-}
-
-impl std::fmt::Display for JsonPath<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            JsonPath::Root(name) => f.write_str(name),
-            JsonPath::Key(JsonPath::Root(""), key) => f.write_str(key),
-            JsonPath::Key(parent, key) => write!(f, "{parent}.{key}"),
-            JsonPath::Index(parent, i) => write!(f, "{parent}[{i}]"),
-        }
-    }
-}
-
-/// A JSON-shaped Python object as JSON, naming the path of a bad value.
+/// A JSON-shaped Python object as JSON (read by [`de::PyDe`]), naming
+/// the path of a bad value under `path`.
 fn to_json(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
-    to_json_at(obj, &JsonPath::Root(path))
-}
-
-fn to_json_at(obj: &Bound<'_, PyAny>, path: &JsonPath<'_>) -> PyResult<Value> {
-    let py = obj.py();
-    // The common types first: text, then nested objects.
-    if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::String(s.to_cow()?.into_owned()));
-    }
-    if let Ok(dict) = obj.cast::<PyDict>() {
-        let mut map = Map::with_capacity(dict.len());
-        for (k, v) in dict.iter() {
-            let Ok(key) = k.cast::<PyString>() else {
-                let shown = k.repr().map_or_else(|_| "?".into(), |r| r.to_string());
-                return Err(invalid(py, &path.to_string(), format!("key {shown} is not a string")));
-            };
-            let key = key.to_cow()?.into_owned();
-            let value = to_json_at(&v, &JsonPath::Key(path, &key))?;
-            map.insert(key, value);
-        }
-        return Ok(Value::Object(map));
-    }
-    if obj.is_none() {
-        return Ok(Value::Null);
-    }
-    if obj.is_instance_of::<PyBool>() {
-        return Ok(Value::Bool(obj.extract()?));
-    }
-    if obj.is_instance_of::<PyInt>() {
-        if let Ok(i) = obj.extract::<i64>() {
-            return Ok(Value::from(i));
-        }
-        if let Ok(u) = obj.extract::<u64>() {
-            return Ok(Value::from(u));
-        }
-        return Err(invalid(py, &path.to_string(), "integer out of the 64-bit range"));
-    }
-    if obj.is_instance_of::<PyFloat>() {
-        let f: f64 = obj.extract()?;
-        return Number::from_f64(f)
-            .map(Value::Number)
-            .ok_or_else(|| invalid(py, &path.to_string(), format!("{f} is not a finite number")));
-    }
-    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-        let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
-        for (i, item) in obj.try_iter()?.enumerate() {
-            out.push(to_json_at(&item?, &JsonPath::Index(path, i))?);
-        }
-        return Ok(Value::Array(out));
-    }
-    if let Ok(d) = obj.cast::<PyDecision>() {
-        return Ok(d.get().inner.to_json_value());
-    }
-    let name = obj.get_type().name().map_or_else(|_| "?".to_owned(), |n| n.to_string());
-    let at = path.to_string();
-    Err(invalid(
-        py,
-        if at.is_empty() { "value" } else { &at },
-        format!("a {name} is not JSON (dict, list, str, int, float, bool or None)"),
-    ))
+    serde_path_to_error::deserialize(de::PyDe(obj)).map_err(|e| {
+        let at = e.path().to_string();
+        let field = match (path, at.as_str()) {
+            ("", ".") => "value".to_owned(),
+            (_, ".") => path.to_owned(),
+            ("", _) => at,
+            _ if at.starts_with('[') => format!("{path}{at}"),
+            _ => format!("{path}.{at}"),
+        };
+        invalid(obj.py(), &field, e.into_inner())
+    })
 }
 
 /// JSON as Python objects.

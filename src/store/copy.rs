@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use super::db::vals;
+use super::db::{vals, Conn};
 use super::decisions::{for_each_in_log_order, insert_row, link_supersession};
 use super::graph::{upsert_edges_in, upsert_nodes_in};
 use super::Store;
@@ -105,32 +105,22 @@ impl Store {
         batch.extend(links.map(|(_, old, new)| Entry::Supersession(old, new)));
         write_entries(dst, &mut batch, &mut report)?;
 
-        let mut nodes: Vec<UkoNode> = Vec::new();
-        src.for_each_node(|n| {
-            nodes.push(n);
-            if nodes.len() >= BATCH {
-                report.nodes += nodes.len() as u64;
-                dst.write(|tx, _| upsert_nodes_in(tx, &nodes))?;
-                nodes.clear();
-                progress(&report);
-            }
-            Ok(())
-        })?;
-        report.nodes += nodes.len() as u64;
-        dst.write(|tx, _| upsert_nodes_in(tx, &nodes))?;
-        let mut edges: Vec<UkoEdge> = Vec::new();
-        src.for_each_edge(|e| {
-            edges.push(e);
-            if edges.len() >= BATCH {
-                report.edges += edges.len() as u64;
-                dst.write(|tx, _| upsert_edges_in(tx, &edges))?;
-                edges.clear();
-                progress(&report);
-            }
-            Ok(())
-        })?;
-        report.edges += edges.len() as u64;
-        dst.write(|tx, _| upsert_edges_in(tx, &edges))?;
+        in_batches(
+            dst,
+            &mut report,
+            progress,
+            |each| src.for_each_node(each),
+            |tx, nodes: &[UkoNode]| upsert_nodes_in(tx, nodes),
+            |r| &mut r.nodes,
+        )?;
+        in_batches(
+            dst,
+            &mut report,
+            progress,
+            |each| src.for_each_edge(each),
+            |tx, edges: &[UkoEdge]| upsert_edges_in(tx, edges),
+            |r| &mut r.edges,
+        )?;
         let references =
             src.conn.query_vec("SELECT resource_uri, from_uri, relation, name FROM uko_code_references", &[], |r| {
                 Ok((r.string(0)?, r.string(1)?, r.string(2)?, r.string(3)?))
@@ -155,6 +145,34 @@ impl Store {
         report.digest = ours.to_string();
         Ok(report)
     }
+}
+
+/// Copies the items `source` streams into `dst`, [`BATCH`] per transaction
+/// written by `write`, counting them in the report's field `count`.
+fn in_batches<T>(
+    dst: &mut Store,
+    report: &mut CopyReport,
+    progress: &mut impl FnMut(&CopyReport),
+    source: impl FnOnce(&mut dyn FnMut(T) -> Result<()>) -> Result<()>,
+    write: impl Fn(&Conn, &[T]) -> Result<()>,
+    count: impl Fn(&mut CopyReport) -> &mut u64,
+) -> Result<()> {
+    let mut batch: Vec<T> = Vec::with_capacity(BATCH);
+    let mut flush = |batch: &mut Vec<T>, report: &mut CopyReport| -> Result<()> {
+        dst.write(|tx, _| write(tx, batch))?;
+        *count(report) += batch.len() as u64;
+        batch.clear();
+        Ok(())
+    };
+    source(&mut |item| {
+        batch.push(item);
+        if batch.len() >= BATCH {
+            flush(&mut batch, report)?;
+            progress(report);
+        }
+        Ok(())
+    })?;
+    flush(&mut batch, report)
 }
 
 /// Writes a batch of log entries in one transaction of `dst`, in order.

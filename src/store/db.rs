@@ -348,10 +348,23 @@ impl Pg {
 
     /// Maps a statement's error, remembering that it aborted the open transaction.
     fn fail(&self, e: postgres::Error) -> Error {
+        pg_storage(self.failing(e))
+    }
+
+    /// Remembers that `e` aborted the open transaction, if one is open.
+    fn failing(&self, e: postgres::Error) -> postgres::Error {
         if self.in_transaction.get() {
             self.failed.set(true);
         }
-        pg_storage(e)
+        e
+    }
+
+    /// Opens a transaction with `begin` (a BEGIN and its settings).
+    fn begin(&self, begin: &str) -> Result<()> {
+        self.client.borrow_mut().batch_execute(begin).map_err(pg_storage)?;
+        self.in_transaction.set(true);
+        self.failed.set(false);
+        Ok(())
     }
 
     pub(crate) fn client(&self) -> std::cell::RefMut<'_, postgres::Client> {
@@ -391,17 +404,7 @@ impl Conn {
 
     /// Runs one statement; returns the number of rows it changed.
     pub(crate) fn execute(&self, sql: &str, params: &[Value<'_>]) -> Result<usize> {
-        match self {
-            Conn::Sqlite(c) => c
-                .prepare_cached(sql)
-                .and_then(|mut s| s.execute(rusqlite::params_from_iter(params)))
-                .map_err(super::storage),
-            Conn::Postgres(pg) => {
-                let stmt = pg.statement(sql)?;
-                let n = pg.client.borrow_mut().execute(&stmt, &Pg::params(params)).map_err(|e| pg.fail(e))?;
-                Ok(n as usize)
-            }
-        }
+        self.prepare(sql)?.execute(params)
     }
 
     /// Statements without parameters or results, separated by `;`.
@@ -492,21 +495,7 @@ impl Conn {
         params: &[Value<'_>],
         f: impl FnOnce(&Row<'_>) -> Result<T>,
     ) -> Result<Option<T>> {
-        match self {
-            Conn::Sqlite(c) => {
-                let mut stmt = c.prepare_cached(sql).map_err(super::storage)?;
-                let mut rows = stmt.query(rusqlite::params_from_iter(params)).map_err(super::storage)?;
-                match rows.next().map_err(super::storage)? {
-                    Some(r) => f(&Row::Sqlite(r)).map(Some),
-                    None => Ok(None),
-                }
-            }
-            Conn::Postgres(pg) => {
-                let stmt = pg.statement(sql)?;
-                let row = pg.client.borrow_mut().query_opt(&stmt, &Pg::params(params)).map_err(|e| pg.fail(e))?;
-                row.map(|r| f(&Row::Postgres(&r))).transpose()
-            }
-        }
+        self.prepare(sql)?.query_opt(params, f)
     }
 
     /// The one result row turned into a `T`; a query that returns none is a storage error.
@@ -551,12 +540,7 @@ impl Conn {
                 // that waited for the row lock then reads the rows its
                 // predecessor committed instead of failing to serialize.
                 // It waits 5 s at most, as SQLite's busy timeout does.
-                pg.client
-                    .borrow_mut()
-                    .batch_execute("BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '5s'")
-                    .map_err(pg_storage)?;
-                pg.in_transaction.set(true);
-                pg.failed.set(false);
+                pg.begin("BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '5s'")?;
                 let tx = Tx { conn: self, done: false };
                 self.query_one("SELECT entries FROM store_log WHERE id = 1 FOR UPDATE", &[], |_| Ok(()))?;
                 return Ok(tx);
@@ -576,12 +560,7 @@ impl Conn {
                 Ok(tx)
             }
             Conn::Postgres(pg) => {
-                pg.client
-                    .borrow_mut()
-                    .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    .map_err(pg_storage)?;
-                pg.in_transaction.set(true);
-                pg.failed.set(false);
+                pg.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
                 Ok(Tx { conn: self, done: false })
             }
         }
@@ -650,12 +629,7 @@ pub(crate) enum Stmt<'c> {
 
 impl Stmt<'_> {
     pub(crate) fn execute(&mut self, params: &[Value<'_>]) -> Result<usize> {
-        match self {
-            Stmt::Sqlite(s) => s.execute(rusqlite::params_from_iter(params)).map_err(super::storage),
-            Stmt::Postgres(pg, s) => {
-                Ok(pg.client.borrow_mut().execute(&*s, &Pg::params(params)).map_err(|e| pg.fail(e))? as usize)
-            }
-        }
+        self.execute_raw(params).map_err(EngineError::into_error)
     }
 
     /// Like [`Stmt::execute`], with the engine's error left for the caller
@@ -664,12 +638,8 @@ impl Stmt<'_> {
         match self {
             Stmt::Sqlite(s) => s.execute(rusqlite::params_from_iter(params)).map_err(EngineError::Sqlite),
             Stmt::Postgres(pg, s) => {
-                pg.client.borrow_mut().execute(&*s, &Pg::params(params)).map(|n| n as usize).map_err(|e| {
-                    if pg.in_transaction.get() {
-                        pg.failed.set(true);
-                    }
-                    EngineError::Postgres(e)
-                })
+                let n = pg.client.borrow_mut().execute(&*s, &Pg::params(params));
+                n.map(|n| n as usize).map_err(|e| EngineError::Postgres(pg.failing(e)))
             }
         }
     }

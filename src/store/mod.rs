@@ -68,6 +68,9 @@ const APPLICATION_ID: i64 = 0x4453_5452;
 /// How long a connection waits for another writer before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The newest version in refinery's history table.
+const HISTORY_VERSION: &str = "SELECT coalesce(max(version), 0) FROM refinery_schema_history";
+
 /// The advisory lock a PostgreSQL migration holds: "DSTR" and the schema.
 const MIGRATION_LOCK: &str = "SELECT pg_advisory_lock(1146311762, hashtext(current_schema()))";
 const MIGRATION_UNLOCK: &str = "SELECT pg_advisory_unlock(1146311762, hashtext(current_schema()))";
@@ -346,7 +349,8 @@ impl Store {
                 reason: "the schema holds tables of another application, not a decision store".into(),
             });
         }
-        let found = self.schema_version()?;
+        // The history table exists (checked above): its newest version, in one query.
+        let found = self.conn.query_one(HISTORY_VERSION, &[], |r| r.i64(0))?;
         if found > 0 && !log {
             return Err(Error::NotAStoreDatabase {
                 url: self.display_url(),
@@ -568,7 +572,7 @@ impl Store {
         if !self.conn.query_one(has_history, &[], |r| r.bool(0))? {
             return Ok(0);
         }
-        self.conn.query_one("SELECT coalesce(max(version), 0) FROM refinery_schema_history", &[], |r| r.i64(0))
+        self.conn.query_one(HISTORY_VERSION, &[], |r| r.i64(0))
     }
 
     /// The PostgreSQL server's version (`SHOW server_version`); `None` for SQLite.
@@ -734,22 +738,18 @@ mod tests {
 
     #[test]
     fn migration_list_matches_refinery() {
-        let refinery: Vec<(i64, String, String)> = embedded::migrations::runner()
-            .get_migrations()
-            .iter()
-            .map(|m| (i64::from(m.version()), m.name().to_owned(), m.checksum().to_string()))
-            .collect();
-        let ours: Vec<(i64, String, String)> =
-            MIGRATIONS.iter().map(|&(v, n, c)| (v, n.to_owned(), c.to_owned())).collect();
-        assert_eq!(ours, refinery);
-        let refinery: Vec<(i64, String, String)> = embedded_postgres::migrations::runner()
-            .get_migrations()
-            .iter()
-            .map(|m| (i64::from(m.version()), m.name().to_owned(), m.checksum().to_string()))
-            .collect();
-        let ours: Vec<(i64, String, String)> =
-            PG_MIGRATIONS.iter().map(|&(v, n, c)| (v, n.to_owned(), c.to_owned())).collect();
-        assert_eq!(ours, refinery);
+        let dialects =
+            [(MIGRATIONS, embedded::migrations::runner()), (PG_MIGRATIONS, embedded_postgres::migrations::runner())];
+        for (listed, runner) in dialects {
+            let refinery: Vec<(i64, String, String)> = runner
+                .get_migrations()
+                .iter()
+                .map(|m| (i64::from(m.version()), m.name().to_owned(), m.checksum().to_string()))
+                .collect();
+            let ours: Vec<(i64, String, String)> =
+                listed.iter().map(|&(v, n, c)| (v, n.to_owned(), c.to_owned())).collect();
+            assert_eq!(ours, refinery);
+        }
         assert_eq!(supported_schema_version(), 7);
         assert_eq!(PG_MIGRATIONS.last().map(|m| m.0), Some(7), "both dialects have every version");
     }

@@ -58,3 +58,24 @@ pub fn fails(args: &[&str], code: i32, message: &str) {
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// Runs `dstore` once for each argument list, all at once, and waits for
+/// every run; each must succeed.
+pub fn all_at_once(runs: &[Vec<&str>]) {
+    let children: Vec<_> = runs
+        .iter()
+        .map(|args| {
+            let child = Command::new(env!("CARGO_BIN_EXE_dstore"))
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("dstore runs");
+            (args, child)
+        })
+        .collect();
+    for (args, child) in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "dstore {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
