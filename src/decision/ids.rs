@@ -101,6 +101,18 @@ macro_rules! ulid_newtype {
                 parse_ulid(field, s).map(Self)
             }
 
+            /// Parses a ULID from text that may not be UTF-8 (a stored
+            /// column's bytes), naming `field` in the error.
+            pub(crate) fn parse_text(field: &str, s: &[u8]) -> Result<Self> {
+                match decode_canonical(s) {
+                    Some(ulid) => Ok(Self(ulid)),
+                    None => match std::str::from_utf8(s) {
+                        Ok(s) => Self::parse_field(field, s),
+                        Err(_) => Err(Error::validation(field, format!("{} is not UTF-8 text", String::from_utf8_lossy(s)))),
+                    },
+                }
+            }
+
             /// The id with this 128-bit value: 48 bits of milliseconds since
             /// the epoch, then 80 bits of randomness.
             pub fn from_u128(value: u128) -> Self {

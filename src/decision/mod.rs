@@ -7,6 +7,7 @@ mod types;
 
 pub(crate) use ids::IdMap;
 pub use ids::{DecisionId, PlanId};
+pub(crate) use model::Details;
 pub use model::{Alternative, ArtifactRef, ContextSnapshot, Decision, DecisionBuilder, ResourceRef};
 pub use tree::{DecisionTree, Impact, TreeView, ViewNode};
 pub use types::{DecisionType, Phase, EXECUTE_TYPES, STRATEGIZE_TYPES};

@@ -2,26 +2,32 @@
 //!
 //! [`DecisionTree`] takes every decision of one plan (as one batched read
 //! gives them) and answers tree questions (roots, children in sequence order,
-//! depth, path to root, descendants, subtree) with a petgraph graph, and
-//! history questions (correction chains, supersession, the effective set)
-//! from two id maps. Nothing here touches storage, so every backend shares it.
-
-use petgraph::graph::{DiGraph, NodeIndex};
-use petgraph::visit::{Bfs, EdgeRef};
-use petgraph::Direction;
+//! depth, path to root, descendants, subtree) from flat arrays indexed by a
+//! decision's position, and history questions (correction chains,
+//! supersession, the effective set) from two id maps. Nothing here touches
+//! storage, so every backend shares it.
 
 use super::ids::{DecisionId, IdMap, PlanId};
 use super::model::Decision;
+
+/// No parent in the plan (a root, or an orphan whose parent is elsewhere).
+const NONE: usize = usize::MAX;
 
 /// The decisions of one plan as a tree, with their corrections and supersessions.
 #[derive(Debug, Clone)]
 pub struct DecisionTree {
     plan_id: Option<PlanId>,
-    /// Sorted by sequence; the position is also the node index in `graph`.
+    /// Sorted by sequence; a decision's position here indexes every array below.
     decisions: Vec<Decision>,
-    index: IdMap<DecisionId, NodeIndex>,
-    /// parent -> child edges.
-    graph: DiGraph<DecisionId, ()>,
+    index: IdMap<DecisionId, usize>,
+    /// The position of each decision's parent, [`NONE`] when the plan holds none.
+    parent: Vec<usize>,
+    /// Children of position `p`: `children[first_child[p]..first_child[p + 1]]`,
+    /// in sequence order (one array for the whole tree, not one per node).
+    first_child: Vec<usize>,
+    children: Vec<usize>,
+    /// Positions without a parent in the plan, in sequence order.
+    roots: Vec<usize>,
     /// corrected id -> the decisions correcting it, in sequence order.
     corrected_by: IdMap<DecisionId, Vec<DecisionId>>,
     /// Depth of each node from its root; `None` where no root reaches it.
@@ -34,43 +40,86 @@ impl DecisionTree {
     /// [`DecisionTree::orphans`].
     pub fn from_decisions(mut decisions: Vec<Decision>) -> Self {
         decisions.sort_by_key(|d| (d.sequence(), d.decision_id()));
-        let mut graph = DiGraph::with_capacity(decisions.len(), decisions.len());
-        let mut index = IdMap::with_capacity_and_hasher(decisions.len(), Default::default());
-        for d in &decisions {
-            index.insert(d.decision_id(), graph.add_node(d.decision_id()));
+        let n = decisions.len();
+        let mut index = IdMap::with_capacity_and_hasher(n, Default::default());
+        for (i, d) in decisions.iter().enumerate() {
+            index.insert(d.decision_id(), i);
         }
-        let mut corrected_by: IdMap<DecisionId, Vec<DecisionId>> = IdMap::default();
-        // Edges are added in reverse sequence order: petgraph lists the
-        // newest edge first, so children then come out in sequence order.
-        for d in decisions.iter().rev() {
-            if let Some(&p) = d.parent_decision_id().and_then(|p| index.get(&p)) {
-                graph.add_edge(p, index[&d.decision_id()], ());
+        let parent: Vec<usize> = decisions
+            .iter()
+            .map(|d| d.parent_decision_id().and_then(|p| index.get(&p).copied()).unwrap_or(NONE))
+            .collect();
+        // Children grouped by parent with a counting sort, which keeps the
+        // sequence order of `decisions` within each group.
+        let mut first_child = vec![0usize; n + 1];
+        for &p in parent.iter().filter(|&&p| p != NONE) {
+            first_child[p + 1] += 1;
+        }
+        for k in 1..=n {
+            first_child[k] += first_child[k - 1];
+        }
+        let mut children = vec![0usize; first_child[n]];
+        let mut next = first_child.clone();
+        let mut roots = Vec::new();
+        for (i, &p) in parent.iter().enumerate() {
+            if p == NONE {
+                roots.push(i);
+            } else {
+                children[next[p]] = i;
+                next[p] += 1;
             }
         }
+        let mut corrected_by: IdMap<DecisionId, Vec<DecisionId>> = IdMap::default();
         for d in &decisions {
             if let Some(c) = d.corrects_decision_id() {
                 corrected_by.entry(c).or_default().push(d.decision_id());
             }
         }
-        let mut depth = vec![None; decisions.len()];
-        let mut queue: std::collections::VecDeque<NodeIndex> = graph
-            .node_indices()
-            .filter(|&n| graph.neighbors_directed(n, Direction::Incoming).next().is_none())
-            .collect();
-        for &r in &queue {
-            depth[r.index()] = Some(0);
+        let plan_id = decisions.first().map(|d| d.plan_id());
+        let mut tree = DecisionTree {
+            plan_id,
+            decisions,
+            index,
+            parent,
+            first_child,
+            children,
+            roots,
+            corrected_by,
+            depth: vec![None; n],
+        };
+        // Breadth first from the roots: a node's depth is its parent's plus one.
+        for i in tree.breadth_first(&tree.roots) {
+            let p = tree.parent[i];
+            tree.depth[i] = Some(if p == NONE { 0 } else { tree.depth[p].map_or(0, |d| d + 1) });
         }
-        while let Some(n) = queue.pop_front() {
-            let next = depth[n.index()].map(|d| d + 1);
-            for c in graph.neighbors(n) {
-                if depth[c.index()].is_none() {
-                    depth[c.index()] = next;
-                    queue.push_back(c);
+        tree
+    }
+
+    /// Direct children of the decision at position `i`, in sequence order.
+    fn kids(&self, i: usize) -> &[usize] {
+        &self.children[self.first_child[i]..self.first_child[i + 1]]
+    }
+
+    /// Positions reachable from `start`, breadth first, each once (a
+    /// parent cycle, which no store lets in, cannot make it loop).
+    fn breadth_first(&self, start: &[usize]) -> Vec<usize> {
+        let mut seen = vec![false; self.decisions.len()];
+        let mut order = Vec::with_capacity(start.len());
+        for &s in start {
+            if !std::mem::replace(&mut seen[s], true) {
+                order.push(s);
+            }
+        }
+        let mut at = 0;
+        while let Some(&i) = order.get(at) {
+            at += 1;
+            for &c in self.kids(i) {
+                if !std::mem::replace(&mut seen[c], true) {
+                    order.push(c);
                 }
             }
         }
-        let plan_id = decisions.first().map(|d| d.plan_id());
-        DecisionTree { plan_id, decisions, index, graph, corrected_by, depth }
+        order
     }
 
     /// The plan, or `None` for an empty tree.
@@ -93,16 +142,12 @@ impl DecisionTree {
 
     /// One decision by id.
     pub fn get(&self, id: DecisionId) -> Option<&Decision> {
-        self.index.get(&id).map(|n| &self.decisions[n.index()])
-    }
-
-    fn node(&self, n: NodeIndex) -> &Decision {
-        &self.decisions[n.index()]
+        self.index.get(&id).map(|&i| &self.decisions[i])
     }
 
     /// Decisions without a parent in the plan, in sequence order.
     pub fn roots(&self) -> Vec<&Decision> {
-        self.decisions.iter().filter(|d| self.parent(d.decision_id()).is_none()).collect()
+        self.roots.iter().map(|&i| &self.decisions[i]).collect()
     }
 
     /// Decisions that name a parent which is not in the plan.
@@ -112,21 +157,21 @@ impl DecisionTree {
 
     /// The parent in the plan.
     pub fn parent(&self, id: DecisionId) -> Option<&Decision> {
-        let n = *self.index.get(&id)?;
-        self.graph.edges_directed(n, Direction::Incoming).next().map(|e| self.node(e.source()))
+        let p = self.parent[*self.index.get(&id)?];
+        (p != NONE).then(|| &self.decisions[p])
     }
 
     /// Direct children, in sequence order.
     pub fn children(&self, id: DecisionId) -> Vec<&Decision> {
         match self.index.get(&id) {
-            Some(&n) => self.graph.neighbors(n).map(|c| self.node(c)).collect(),
+            Some(&i) => self.kids(i).iter().map(|&c| &self.decisions[c]).collect(),
             None => Vec::new(),
         }
     }
 
     /// Distance from the root (a root has depth 0).
     pub fn depth(&self, id: DecisionId) -> Option<usize> {
-        self.index.get(&id).and_then(|n| self.depth[n.index()])
+        self.index.get(&id).and_then(|&i| self.depth[i])
     }
 
     /// The largest depth in the tree.
@@ -160,12 +205,7 @@ impl DecisionTree {
     /// The decision and everything below it, breadth first.
     pub fn subtree(&self, id: DecisionId) -> Vec<&Decision> {
         let Some(&start) = self.index.get(&id) else { return Vec::new() };
-        let mut bfs = Bfs::new(&self.graph, start);
-        let mut out = Vec::new();
-        while let Some(n) = bfs.next(&self.graph) {
-            out.push(self.node(n));
-        }
-        out
+        self.breadth_first(&[start]).into_iter().map(|i| &self.decisions[i]).collect()
     }
 
     /// The decisions that correct `id`, in sequence order.
@@ -248,7 +288,7 @@ impl DecisionTree {
         const UNKNOWN: usize = usize::MAX;
         const LOOPS: usize = usize::MAX - 1;
         let n = self.decisions.len();
-        let next = |i: usize| self.replaced_by(&self.decisions[i]).map(|d| self.index[&d.decision_id()].index());
+        let next = |i: usize| self.replaced_by(&self.decisions[i]).map(|d| self.index[&d.decision_id()]);
         let mut result = vec![UNKNOWN; n];
         let mut on_path = vec![false; n];
         let mut path = Vec::new();
@@ -284,53 +324,51 @@ impl DecisionTree {
     pub fn view(&self, effective_only: bool) -> TreeView<'_> {
         let n = self.decisions.len();
         let shown = |i: usize| !effective_only || self.is_effective(self.decisions[i].decision_id());
-        // Breadth-first from the roots, so a parent comes before its children.
-        let mut order = Vec::with_capacity(n);
-        let mut queue: std::collections::VecDeque<NodeIndex> = self
-            .graph
-            .node_indices()
-            .filter(|&x| self.graph.neighbors_directed(x, Direction::Incoming).next().is_none())
-            .collect();
-        while let Some(x) = queue.pop_front() {
-            order.push(x.index());
-            queue.extend(self.graph.neighbors(x));
-        }
-        // The nearest shown ancestor of each decision (usize::MAX: the top level).
-        const TOP: usize = usize::MAX;
-        let mut anchor = vec![TOP; n];
-        for &i in &order {
-            if let Some(p) = self.graph.neighbors_directed(NodeIndex::new(i), Direction::Incoming).next() {
-                let p = p.index();
-                anchor[i] = if shown(p) { p } else { anchor[p] };
+        // The nearest shown ancestor of each decision (`n`: the top level),
+        // breadth first from the roots so that a parent comes first.
+        let mut anchor = vec![n; n];
+        if effective_only {
+            for i in self.breadth_first(&self.roots) {
+                let p = self.parent[i];
+                if p != NONE {
+                    anchor[i] = if shown(p) { p } else { anchor[p] };
+                }
+            }
+        } else {
+            for (a, &p) in anchor.iter_mut().zip(&self.parent) {
+                if p != NONE {
+                    *a = p;
+                }
             }
         }
-        // Children lists in sequence order, as one array sliced by parent
-        // (a stable sort keeps the sequence order of `decisions`); TOP is `n`.
-        let mut pairs: Vec<(usize, usize)> = (0..n)
-            .filter(|&i| self.depth[i].is_some() && shown(i)) // reached from a root
-            .map(|i| (if anchor[i] == TOP { n } else { anchor[i] }, i))
-            .collect();
-        pairs.sort_by_key(|p| p.0);
+        // Children lists in sequence order, as one array sliced by the shown
+        // parent (a counting sort keeps the sequence order of `decisions`).
+        let listed: Vec<usize> = (0..n).filter(|&i| self.depth[i].is_some() && shown(i)).collect(); // reached from a root
         let mut start = vec![0usize; n + 2];
-        for &(a, _) in &pairs {
-            start[a + 1] += 1;
+        for &i in &listed {
+            start[anchor[i] + 1] += 1;
         }
         for k in 1..start.len() {
             start[k] += start[k - 1];
         }
-        let kids = |a: usize| &pairs[start[a]..start[a + 1]];
-        let mut nodes = Vec::with_capacity(pairs.len());
+        let mut kids_of = vec![0usize; listed.len()];
+        let mut next = start.clone();
+        for &i in &listed {
+            kids_of[next[anchor[i]]] = i;
+            next[anchor[i]] += 1;
+        }
+        let kids = |a: usize| &kids_of[start[a]..start[a + 1]];
+        let mut nodes = Vec::with_capacity(listed.len());
         // (decision, parent position in `nodes`, level, last among siblings), pushed in reverse.
         let top = kids(n);
         let mut stack: Vec<(usize, Option<usize>, usize, bool)> =
-            top.iter().enumerate().rev().map(|(k, &(_, i))| (i, None, 0, k + 1 == top.len())).collect();
+            top.iter().enumerate().rev().map(|(k, &i)| (i, None, 0, k + 1 == top.len())).collect();
         while let Some((i, parent, level, last)) = stack.pop() {
             let at = nodes.len();
             let children = kids(i);
             nodes.push(ViewNode { decision: &self.decisions[i], parent, level, last, children: children.len() });
             let count = children.len();
-            stack
-                .extend(children.iter().enumerate().rev().map(|(k, &(_, c))| (c, Some(at), level + 1, k + 1 == count)));
+            stack.extend(children.iter().enumerate().rev().map(|(k, &c)| (c, Some(at), level + 1, k + 1 == count)));
         }
         TreeView { nodes }
     }

@@ -253,6 +253,19 @@ impl Row<'_> {
         }
     }
 
+    /// A text column's bytes, not yet checked as UTF-8 (ids check their own
+    /// 26 ASCII characters in one pass).
+    pub(crate) fn opt_text(&self, i: usize) -> Result<Option<&[u8]>> {
+        match self {
+            Row::Sqlite(r) => match r.get_ref(i).map_err(super::storage)? {
+                rusqlite::types::ValueRef::Text(t) => Ok(Some(t)),
+                rusqlite::types::ValueRef::Null => Ok(None),
+                other => Err(bad_column(i, "text", other.data_type())),
+            },
+            Row::Postgres(_) => Ok(self.opt_str(i)?.map(str::as_bytes)),
+        }
+    }
+
     pub(crate) fn str(&self, i: usize) -> Result<&str> {
         self.opt_str(i)?.ok_or_else(|| bad_column(i, "text", "NULL"))
     }

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::db::{vals, Conn, EngineError, Row, Stmt};
 use super::integrity::{self, Anchor, AnchorScope, Field, Hash};
 use super::Store;
-use crate::decision::{Decision, DecisionId, DecisionTree, DecisionType, IdMap, PlanId};
+use crate::decision::{Decision, DecisionId, DecisionTree, DecisionType, Details, IdMap, PlanId};
 use crate::error::{Error, Result};
 
 /// The INSERT of a decision row, for [`INSERT`] and [`INSERT_POSTGRES`].
@@ -76,8 +76,7 @@ pub(super) const PLAN_ROWS: &str =
     concat!("SELECT ", decision_columns!(), " FROM decisions d WHERE d.plan_id = ?1 ORDER BY d.sequence");
 /// The scalar columns of a plan's rows, for [`Store::decision_tree_outline`];
 /// their supersession links come from [`PLAN_LINKS`].
-pub(super) const OUTLINE_ROWS: &str =
-    "SELECT d.decision_id, d.plan_id, d.parent_decision_id, d.sequence, d.decision_type, \
+pub(super) const OUTLINE_ROWS: &str = "SELECT d.decision_id, d.parent_decision_id, d.sequence, d.decision_type, \
      d.chosen_option, d.confidence_score, d.corrects_decision_id \
      FROM decisions d WHERE d.plan_id = ?1 ORDER BY d.sequence";
 /// The supersession links of a plan: one query for the few links instead
@@ -134,7 +133,7 @@ fn json<T: Serialize + ?Sized>(v: &T) -> String {
 /// name once per statement (so the query's column order is free).
 struct Cols {
     decision_id: usize,
-    plan_id: usize,
+    plan_id: PlanCol,
     parent: usize,
     sequence: usize,
     decision_type: usize,
@@ -145,6 +144,13 @@ struct Cols {
     superseded_by: Option<usize>,
     /// `None` for an outline query (see [`Store::decision_tree_outline`]).
     full: Option<FullCols>,
+}
+
+/// Where a row's plan comes from: its `plan_id` column, or the query's
+/// parameter when the query is for one plan and leaves the column out.
+enum PlanCol {
+    Column(usize),
+    Known(PlanId),
 }
 
 /// The rationale and the JSON columns, which an outline leaves out.
@@ -159,8 +165,10 @@ struct FullCols {
 }
 
 impl Cols {
-    /// The columns of a row's query, found by name (once per query: see [`Cols::once`]).
-    fn of(row: &Row<'_>) -> Result<Cols> {
+    /// The columns of a row's query, found by name (once per query: see
+    /// [`Cols::once`]); `plan` is the plan of every row when the query has
+    /// no `plan_id` column.
+    fn of(row: &Row<'_>, plan: Option<PlanId>) -> Result<Cols> {
         let at = |name: &str| {
             row.column_index(name).ok_or_else(|| Error::Storage(format!("the query has no column {name}").into()))
         };
@@ -179,7 +187,11 @@ impl Cols {
         };
         Ok(Cols {
             decision_id: at("decision_id")?,
-            plan_id: at("plan_id")?,
+            plan_id: match (row.column_index("plan_id"), plan) {
+                (Some(i), _) => PlanCol::Column(i),
+                (None, Some(plan)) => PlanCol::Known(plan),
+                (None, None) => at("plan_id").map(PlanCol::Column)?,
+            },
             parent: at("parent_decision_id")?,
             sequence: at("sequence")?,
             decision_type: at("decision_type")?,
@@ -194,10 +206,10 @@ impl Cols {
 
 impl Cols {
     /// The columns of `row`'s query: found at its first row, kept in `slot` for the rest.
-    fn once<'c>(slot: &'c mut Option<Cols>, row: &Row<'_>) -> Result<&'c Cols> {
+    fn once<'c>(slot: &'c mut Option<Cols>, row: &Row<'_>, plan: Option<PlanId>) -> Result<&'c Cols> {
         match slot {
             Some(c) => Ok(c),
-            None => Ok(slot.insert(Cols::of(row)?)),
+            None => Ok(slot.insert(Cols::of(row, plan)?)),
         }
     }
 }
@@ -213,9 +225,9 @@ fn id_column<T>(
     row: &Row<'_>,
     idx: usize,
     field: &str,
-    parse: fn(&str, &str) -> Result<T>,
+    parse: fn(&str, &[u8]) -> Result<T>,
 ) -> Result<Result<Option<T>>> {
-    Ok(row.opt_str(idx)?.map(|s| parse(field, s)).transpose())
+    Ok(row.opt_text(idx)?.map(|s| parse(field, s)).transpose())
 }
 
 /// Rebuilds a decision from a row of `SELECT`, validating it like any
@@ -230,46 +242,52 @@ fn from_row(row: &Row<'_>, c: &Cols) -> Result<Result<Decision>> {
         };
     }
     let decision_type = ok!(row.str(c.decision_type)?.parse::<DecisionType>());
-    let decision_id = ok!(DecisionId::parse_field("decision_id", row.str(c.decision_id)?));
-    let plan_id = ok!(PlanId::parse_field("plan_id", row.str(c.plan_id)?));
-    let parent_decision_id = ok!(id_column(row, c.parent, "parent_decision_id", DecisionId::parse_field)?);
-    let corrects_decision_id = ok!(id_column(row, c.corrects, "corrects_decision_id", DecisionId::parse_field)?);
+    let decision_id = ok!(ok!(id_column(row, c.decision_id, "decision_id", DecisionId::parse_text)?)
+        .ok_or_else(|| Error::validation("decision_id", "missing")));
+    let plan_id = match c.plan_id {
+        PlanCol::Column(i) => ok!(ok!(id_column(row, i, "plan_id", PlanId::parse_text)?)
+            .ok_or_else(|| Error::validation("plan_id", "missing"))),
+        PlanCol::Known(plan) => plan,
+    };
+    let parent_decision_id = ok!(id_column(row, c.parent, "parent_decision_id", DecisionId::parse_text)?);
+    let corrects_decision_id = ok!(id_column(row, c.corrects, "corrects_decision_id", DecisionId::parse_text)?);
     let superseded_by = match c.superseded_by {
-        Some(idx) => ok!(id_column(row, idx, "superseded_by", DecisionId::parse_field)?),
+        Some(idx) => ok!(id_column(row, idx, "superseded_by", DecisionId::parse_text)?),
         None => None,
     };
-    let mut d = Decision {
+    let details = match &c.full {
+        None => None,
+        Some(f) => {
+            let mut x = Details {
+                rationale: row.string(f.rationale)?,
+                alternatives: column_json(row, f.alternatives, "alternatives")?,
+                context_snapshot: column_json(row, f.context_snapshot, "context_snapshot")?,
+                artifacts_produced: column_json(row, f.artifacts, "artifacts_produced")?,
+                metadata: column_json(row, f.metadata, "metadata")?,
+                ..Details::default()
+            };
+            for id in column_json::<Vec<String>>(row, f.downstream_decisions, "downstream_decision_ids")? {
+                x.downstream_decision_ids.push(ok!(DecisionId::parse_field("downstream_decision_ids", &id)));
+            }
+            for id in column_json::<Vec<String>>(row, f.downstream_plans, "downstream_plan_ids")? {
+                x.downstream_plan_ids.push(ok!(PlanId::parse_field("downstream_plan_ids", &id)));
+            }
+            x.boxed()
+        }
+    };
+    let d = Decision {
         decision_id,
         plan_id,
         parent_decision_id,
         sequence: ok!(sequence(row.i64(c.sequence)?)),
         decision_type,
         chosen_option: row.string(c.chosen_option)?,
-        rationale: String::new(),
         confidence_score: row.opt_f64(c.confidence)?,
-        alternatives: Vec::new(),
-        context_snapshot: Default::default(),
-        artifacts_produced: Vec::new(),
         is_correction: corrects_decision_id.is_some(),
         corrects_decision_id,
         superseded_by,
-        downstream_decision_ids: Vec::new(),
-        downstream_plan_ids: Vec::new(),
-        metadata: Default::default(),
+        details,
     };
-    if let Some(f) = &c.full {
-        d.rationale = row.string(f.rationale)?;
-        d.alternatives = column_json(row, f.alternatives, "alternatives")?;
-        d.context_snapshot = column_json(row, f.context_snapshot, "context_snapshot")?;
-        d.artifacts_produced = column_json(row, f.artifacts, "artifacts_produced")?;
-        for id in column_json::<Vec<String>>(row, f.downstream_decisions, "downstream_decision_ids")? {
-            d.downstream_decision_ids.push(ok!(DecisionId::parse_field("downstream_decision_ids", &id)));
-        }
-        for id in column_json::<Vec<String>>(row, f.downstream_plans, "downstream_plan_ids")? {
-            d.downstream_plan_ids.push(ok!(PlanId::parse_field("downstream_plan_ids", &id)));
-        }
-        d.metadata = column_json(row, f.metadata, "metadata")?;
-    }
     Ok(d.check().map(|()| d))
 }
 
@@ -280,14 +298,14 @@ fn sequence(n: i64) -> Result<u32> {
 
 /// Every decision a query for one plan returns, decoded with [`from_row`],
 /// with the plan's supersession links.
-fn rows_of_plan(conn: &Conn, sql: &str, plan: PlanId) -> Result<Vec<Decision>> {
-    let plan = plan.to_string();
+fn rows_of_plan(conn: &Conn, sql: &str, plan_id: PlanId) -> Result<Vec<Decision>> {
+    let plan = plan_id.to_string();
     let mut cols = None;
     // The kept count sizes the vector once: growing it moves every decision again.
     let kept = conn.query_opt("SELECT decisions FROM plans WHERE plan_id = ?1", vals![&plan], |r| r.i64(0))?;
     let mut decisions = Vec::with_capacity(kept.unwrap_or(0).clamp(0, 1 << 20) as usize);
     conn.for_each(sql, vals![&plan], |r| {
-        decisions.push(from_row(r, Cols::once(&mut cols, r)?)??);
+        decisions.push(from_row(r, Cols::once(&mut cols, r, Some(plan_id))?)??);
         Ok(())
     })?;
     match link_plan(conn, &plan, &mut decisions)?.into_iter().next() {
@@ -637,7 +655,7 @@ pub(crate) fn insert_prepared(
 
 /// Reads one decision inside a transaction.
 pub(crate) fn get_in(tx: &Conn, id: DecisionId) -> Result<Option<Decision>> {
-    tx.query_opt(DECISION_BY_ID, vals![&id.to_string()], |r| from_row(r, &Cols::of(r)?))?.transpose()
+    tx.query_opt(DECISION_BY_ID, vals![&id.to_string()], |r| from_row(r, &Cols::of(r, None)?))?.transpose()
 }
 
 /// Every decision in the order the store's log holds them, each with its
@@ -645,7 +663,7 @@ pub(crate) fn get_in(tx: &Conn, id: DecisionId) -> Result<Option<Decision>> {
 pub(crate) fn for_each_in_log_order(conn: &Conn, mut f: impl FnMut(i64, Decision) -> Result<()>) -> Result<()> {
     let (mut cols, log_index) = (None, 15);
     conn.for_each_streamed(LOG_ROWS, &[], |r| {
-        f(r.opt_i64(log_index)?.unwrap_or(i64::MAX), from_row(r, Cols::once(&mut cols, r)?)??)
+        f(r.opt_i64(log_index)?.unwrap_or(i64::MAX), from_row(r, Cols::once(&mut cols, r, None)?)??)
     })
 }
 
@@ -658,7 +676,7 @@ pub(crate) fn plan_rows_lenient(conn: &Conn, plan: &str) -> Result<LenientRows> 
     let mut cols = None;
     let (mut good, mut bad) = (Vec::new(), Vec::new());
     conn.for_each(PLAN_ROWS, vals![plan], |row| {
-        let cols = Cols::once(&mut cols, row)?;
+        let cols = Cols::once(&mut cols, row, None)?;
         let id = row.string(cols.decision_id)?;
         match from_row(row, cols) {
             Ok(Ok(d)) => good.push(d),
@@ -834,7 +852,7 @@ impl Store {
         };
         // One snapshot, read through a cursor on PostgreSQL.
         self.read_snapshot(|store| {
-            store.conn.for_each_streamed(sql, params, |row| f(from_row(row, Cols::once(&mut cols, row)?)??))
+            store.conn.for_each_streamed(sql, params, |row| f(from_row(row, Cols::once(&mut cols, row, None)?)??))
         })
     }
 
