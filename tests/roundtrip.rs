@@ -2,7 +2,10 @@
 //! store and export/import unchanged, and every broken record is refused
 //! with an error naming its field. Uses the crate's own `testing` module.
 
-use decision_store::testing::{self, assert_exchange_round_trip, assert_json_round_trip, assert_store_round_trip};
+use decision_store::store::PreparedDecision;
+use decision_store::testing::{
+    self, assert_exchange_round_trip, assert_json_round_trip, assert_store_round_trip, TempStore,
+};
 use decision_store::{Decision, DecisionTree, Error};
 use proptest::prelude::*;
 
@@ -108,4 +111,56 @@ fn store_mismatches_name_the_decision_field_and_values() {
             plan.id("step")
         )
     );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Rows prepared on another thread ([`PreparedDecision`]) are stored
+    /// exactly as rows prepared by the writer: same digest, same export.
+    #[test]
+    fn prepared_decisions_are_stored_as_plain_ones(plan in testing::plan(40)) {
+        let fail = |e: Error| TestCaseError::fail(e.to_string());
+        let (mut plain, mut prepared) = (TempStore::new().map_err(fail)?, TempStore::new().map_err(fail)?);
+        let n = plain.store().map_err(fail)?.try_insert_many(plan.iter().map(Ok)).map_err(fail)?;
+        let mut half = 0;
+        let items = plan.iter().cloned().map(|d| {
+            half += 1;
+            // Every other one prepared: a batch may mix both, as the Python writer's does.
+            Ok(if half % 2 == 0 { PreparedDecision::new(d) } else { d.into() })
+        });
+        prop_assert_eq!(prepared.store().map_err(fail)?.try_insert_prepared(items).map_err(fail)?, n);
+        let export = |t: &mut TempStore| -> Result<Vec<u8>, TestCaseError> {
+            let mut out = Vec::new();
+            t.store().map_err(fail)?.export_decisions(None, &mut out).map_err(fail)?;
+            Ok(out)
+        };
+        prop_assert_eq!(export(&mut plain)?, export(&mut prepared)?);
+        prop_assert_eq!(plain.store().map_err(fail)?.digest().map_err(fail)?, prepared.store().map_err(fail)?.digest().map_err(fail)?);
+    }
+
+    /// The tree's view (all, or only what stands) agrees with a direct
+    /// reading of the parent links: each shown decision's parent is its
+    /// nearest shown ancestor, children in sequence order.
+    #[test]
+    fn tree_views_follow_the_nearest_shown_ancestor(plan in testing::plan(60)) {
+        let tree = DecisionTree::from_decisions(plan.clone());
+        for effective_only in [false, true] {
+            let view = tree.view(effective_only);
+            let shown = |d: &Decision| !effective_only || tree.is_effective(d.decision_id());
+            prop_assert_eq!(view.nodes.len(), plan.iter().filter(|d| shown(d)).count());
+            for (i, n) in view.nodes.iter().enumerate() {
+                let mut up = tree.parent(n.decision.decision_id());
+                while let Some(p) = up.filter(|p| !shown(p)) {
+                    up = tree.parent(p.decision_id());
+                }
+                let parent = n.parent.map(|p| view.nodes[p].decision.decision_id());
+                prop_assert_eq!(parent, up.map(Decision::decision_id));
+                prop_assert_eq!(n.level, n.parent.map_or(0, |p| view.nodes[p].level + 1));
+                let kids: Vec<_> = view.nodes[i + 1..].iter().filter(|k| k.parent == Some(i)).collect();
+                prop_assert_eq!(kids.len(), n.children);
+                prop_assert!(kids.windows(2).all(|w| w[0].decision.sequence() < w[1].decision.sequence()));
+            }
+        }
+    }
 }

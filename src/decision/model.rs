@@ -563,19 +563,25 @@ impl Decision {
     /// [`Decision::from_json_value`] does; an error names the field's path
     /// (`context_snapshot.resources[0].resource_id`). The Python package
     /// reads Python objects through it without making JSON values first.
+    /// The deserializer is cloned to read the input a second time, tracking
+    /// the path, only when the first reading fails: tracking it always
+    /// costs an allocation per key.
     ///
     /// # Errors
     /// [`Error::Validation`] naming the field.
     pub fn from_deserializer<'de, D>(deserializer: D) -> Result<Self>
     where
-        D: serde::Deserializer<'de>,
+        D: serde::Deserializer<'de> + Clone,
         D::Error: std::fmt::Display,
     {
-        let builder: DecisionBuilder = serde_path_to_error::deserialize(deserializer).map_err(|e| {
-            let path = e.path().to_string();
-            let reason = e.into_inner().to_string();
-            Error::validation(if path == "." { "decision".to_owned() } else { path }, reason)
-        })?;
+        let builder = match DecisionBuilder::deserialize(deserializer.clone()) {
+            Ok(b) => b,
+            Err(_) => serde_path_to_error::deserialize(deserializer).map_err(|e| {
+                let path = e.path().to_string();
+                let reason = e.into_inner().to_string();
+                Error::validation(if path == "." { "decision".to_owned() } else { path }, reason)
+            })?,
+        };
         Decision::try_from(builder)
     }
 

@@ -571,6 +571,40 @@ impl PreparedRow {
     }
 }
 
+/// A decision with its row's column texts and content hash computed: most
+/// of an insert's work that needs no database. A program that makes
+/// decisions on one thread and writes them on another prepares them on the
+/// first (as the Python package does when its writer falls behind), so that
+/// [`Store::try_insert_prepared`] only writes.
+#[derive(Clone)]
+pub struct PreparedDecision {
+    decision: Decision,
+    row: PreparedRow,
+}
+
+impl PreparedDecision {
+    pub fn new(decision: Decision) -> Self {
+        let row = PreparedRow::of(&decision);
+        PreparedDecision { decision, row }
+    }
+
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+}
+
+impl From<Decision> for PreparedDecision {
+    fn from(decision: Decision) -> Self {
+        PreparedDecision::new(decision)
+    }
+}
+
+impl std::fmt::Debug for PreparedDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PreparedDecision").field(&self.decision.decision_id()).finish()
+    }
+}
+
 /// [`insert_row`] with the row's texts and hash computed already (by [`PreparedRow::of`] on `d`).
 pub(crate) fn insert_prepared(
     tx: &Conn,
@@ -779,15 +813,39 @@ impl Store {
         &mut self,
         decisions: impl IntoIterator<Item = Result<D>>,
     ) -> Result<usize> {
+        self.insert_rows(decisions.into_iter().map(|d| {
+            d.map(|d| {
+                let row = PreparedRow::of(d.borrow());
+                (d, row)
+            })
+        }))
+    }
+
+    /// [`Store::try_insert_many`] of decisions prepared already (see
+    /// [`PreparedDecision`]): this thread only writes them.
+    ///
+    /// # Errors
+    /// As [`Store::try_insert_many`].
+    pub fn try_insert_prepared(
+        &mut self,
+        decisions: impl IntoIterator<Item = Result<PreparedDecision>>,
+    ) -> Result<usize> {
+        self.insert_rows(decisions.into_iter().map(|p| p.map(|p| (p.decision, p.row))))
+    }
+
+    fn insert_rows<D: std::borrow::Borrow<Decision>>(
+        &mut self,
+        rows: impl IntoIterator<Item = Result<(D, PreparedRow)>>,
+    ) -> Result<usize> {
         self.write(|tx, ledger| {
             let mut pending = Vec::new();
             let mut n = 0;
             let mut insert = insert_statement(tx)?;
-            for (index, d) in decisions.into_iter().enumerate() {
+            for (index, item) in rows.into_iter().enumerate() {
                 let batch = |e: Error| Error::Batch { index, source: Box::new(e) };
-                let d = d.map_err(batch)?;
+                let (d, row) = item.map_err(batch)?;
                 let d = d.borrow();
-                insert_prepared(tx, &mut insert, ledger, d, &PreparedRow::of(d)).map_err(batch)?;
+                insert_prepared(tx, &mut insert, ledger, d, &row).map_err(batch)?;
                 if let Some(by) = d.superseded_by() {
                     pending.push((index, d.decision_id(), by));
                 }

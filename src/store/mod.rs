@@ -49,7 +49,7 @@ use db::Conn;
 
 pub use check::{Problem, ProblemKind};
 pub use copy::CopyReport;
-pub use decisions::{DecisionCounts, Digest, PlanSummary};
+pub use decisions::{DecisionCounts, Digest, PlanSummary, PreparedDecision};
 pub use exchange::{ImportOptions, ImportReport};
 pub use graph::{GraphCounts, Neighbour};
 pub use ingest::{IngestOptions, IngestReport, SkippedFile, CODE_RELATIONS};
