@@ -7,6 +7,10 @@
 //! threads behind a mutex.
 
 use std::path::PathBuf;
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use std::sync::mpsc::TrySendError;
 use std::sync::Mutex;
 
 mod de;
@@ -15,7 +19,7 @@ use decision_store::inheritance::{
     child_context_from_store, InheritanceConfig, PlanContextInheritance, StoredContextOptions,
 };
 use decision_store::projection::{Cl100k, Depth, DepthBreadthProjector, ProjectionSpec};
-use decision_store::store::ImportOptions;
+use decision_store::store::{ImportOptions, PreparedDecision};
 use decision_store::uko::{Direction, UkoEdge, UkoNode};
 use decision_store::{Decision, DecisionId, DecisionTree, Error, PlanId, Store};
 use pyo3::prelude::*;
@@ -100,6 +104,24 @@ fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
             dict.into_any()
         }
     })
+}
+
+/// A decision on its way to the writer of `insert_many`. Items are written
+/// into a chunk's vector and read out of it once: boxing the larger variant
+/// would cost an allocation each instead of a copy.
+#[allow(clippy::large_enum_variant)]
+enum Item {
+    Raw(Decision),
+    Ready(PreparedDecision),
+}
+
+impl Item {
+    fn prepared(self) -> PreparedDecision {
+        match self {
+            Item::Raw(d) => PreparedDecision::new(d),
+            Item::Ready(p) => p,
+        }
+    }
 }
 
 fn decision_of(obj: &Bound<'_, PyAny>) -> PyResult<Decision> {
@@ -455,27 +477,43 @@ impl PyStore {
         // This thread turns Python objects into decisions (it needs the GIL)
         // while a second one writes them (it needs none): the two overlap.
         // Decisions go over in chunks: one hand-over (and thread wake-up) per
-        // item cost as much as a tenth of the time.
+        // item cost as much as a tenth of the time. When the writer falls
+        // behind (the channel is full), this thread also prepares the rows
+        // of the chunk it holds (column texts and content hashes, without
+        // the GIL) instead of waiting, so the two threads share the work.
         const CHUNK: usize = 256;
-        let (items, incoming) = std::sync::mpsc::sync_channel::<Vec<Result<Decision, Error>>>(8);
+        let (items, incoming) = std::sync::mpsc::sync_channel::<Vec<Result<Item, Error>>>(8);
         let mut failed: Option<PyErr> = None;
         let written = std::thread::scope(|scope| {
             let writer = scope.spawn(move || {
                 let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-                guard.as_mut().map(|store| store.try_insert_many(incoming.into_iter().flatten()))
+                let rows = incoming.into_iter().flatten().map(|item| item.map(Item::prepared));
+                guard.as_mut().map(|store| store.try_insert_prepared(rows))
             });
             let mut chunk = Vec::with_capacity(CHUNK);
             let mut feed = || -> PyResult<()> {
                 for (i, item) in decisions.try_iter()?.enumerate() {
                     match decision_of(&item?) {
-                        Ok(d) => chunk.push(Ok(d)),
+                        Ok(d) => chunk.push(Ok(Item::Raw(d))),
                         Err(e) => {
                             return Err(error(py, "ValidationError", format!("decisions[{i}]: {}", e.value(py))));
                         }
                     }
-                    if chunk.len() == CHUNK
-                        && items.send(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK))).is_err()
-                    {
+                    if chunk.len() < CHUNK {
+                        continue;
+                    }
+                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
+                    let sent = match items.try_send(full) {
+                        Ok(()) => Ok(()),
+                        Err(TrySendError::Full(full)) => {
+                            let ready = py.detach(|| {
+                                full.into_iter().map(|item| item.map(|i| Item::Ready(i.prepared()))).collect()
+                            });
+                            items.send(ready).map_err(|_| ())
+                        }
+                        Err(TrySendError::Disconnected(_)) => Err(()),
+                    };
+                    if sent.is_err() {
                         return Ok(()); // the writer stopped at a stored decision's error
                     }
                 }

@@ -78,6 +78,11 @@ def test_create_generates_monotonic_ids():
         ({"decision_type": "guess"}, "decision_type"),
         ({"unknown_field": 1}, "unknown_field"),
         ({"alternatives": "a string"}, "alternatives"),
+        ({"alternatives": [{"option": "a"}, {"option": 3}]}, "alternatives[1].option"),
+        (
+            {"context_snapshot": {"hash": "", "resources": [{"resource_id": None}], "actor_state_ref": None}},
+            "context_snapshot.resources[0].resource_id",
+        ),
     ],
 )
 def test_invalid_input_raises_a_validation_error_naming_the_field(change, field):
