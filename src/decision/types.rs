@@ -123,10 +123,30 @@ impl fmt::Display for DecisionType {
     }
 }
 
+impl DecisionType {
+    /// The type spelled by these bytes (a stored column's), if any.
+    pub(crate) fn from_bytes(s: &[u8]) -> Option<Self> {
+        Some(match s {
+            b"prompt_definition" => PromptDefinition,
+            b"invariant_enforced" => InvariantEnforced,
+            b"strategy_choice" => StrategyChoice,
+            b"implementation_choice" => ImplementationChoice,
+            b"resource_selection" => ResourceSelection,
+            b"subplan_spawn" => SubplanSpawn,
+            b"subplan_parallel_spawn" => SubplanParallelSpawn,
+            b"tool_invocation" => ToolInvocation,
+            b"error_recovery" => ErrorRecovery,
+            b"validation_response" => ValidationResponse,
+            b"user_intervention" => UserIntervention,
+            _ => return None,
+        })
+    }
+}
+
 impl FromStr for DecisionType {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self, Error> {
-        DecisionType::ALL.into_iter().find(|t| t.as_str() == s).ok_or_else(|| {
+        DecisionType::from_bytes(s.as_bytes()).ok_or_else(|| {
             Error::validation(
                 "decision_type",
                 format!(

@@ -241,7 +241,10 @@ fn from_row(row: &Row<'_>, c: &Cols) -> Result<Result<Decision>> {
             }
         };
     }
-    let decision_type = ok!(row.str(c.decision_type)?.parse::<DecisionType>());
+    let decision_type = match DecisionType::from_bytes(row.opt_text(c.decision_type)?.unwrap_or_default()) {
+        Some(t) => t,
+        None => ok!(row.str(c.decision_type)?.parse::<DecisionType>()), // names what is there
+    };
     let decision_id = ok!(ok!(id_column(row, c.decision_id, "decision_id", DecisionId::parse_text)?)
         .ok_or_else(|| Error::validation("decision_id", "missing")));
     let plan_id = match c.plan_id {
