@@ -382,12 +382,13 @@ impl DepthBreadthProjector {
     /// [`Error::UnknownNode`] for a focus not in the graph, the errors of
     /// [`DepthBreadthProjector::resolve_depth`], and the source's errors.
     pub fn project(&self, graph: &impl GraphSource, spec: &ProjectionSpec) -> Result<Projection> {
-        let Walk { projection, .. } = self.walk(graph, spec)?;
+        let Walk { projection, .. } = self.walk(graph, spec, false)?;
         Ok(projection)
     }
 
-    /// The BFS.
-    fn walk(&self, graph: &impl GraphSource, spec: &ProjectionSpec) -> Result<Walk> {
+    /// The BFS; with `keep_met`, also the edges it met between reached nodes
+    /// (for the fragments' scores; a plain projection needs none).
+    fn walk(&self, graph: &impl GraphSource, spec: &ProjectionSpec, keep_met: bool) -> Result<Walk> {
         let full = self.resolve_depth(spec)?;
         let focus = graph.resolve(spec.focus())?;
         let mut distance: IdMap<NodeKey, u32> = IdMap::default();
@@ -407,7 +408,9 @@ impl DepthBreadthProjector {
             }
             frontier.sort_unstable();
             let pairs = graph.expand(&frontier, spec.direction(), spec.relations())?;
-            met.extend_from_slice(&pairs);
+            if keep_met {
+                met.extend_from_slice(&pairs);
+            }
             let mut next = Vec::new();
             let mut taken_from: (NodeKey, usize) = (NodeKey::MIN, 0);
             for (from, to) in pairs {
@@ -430,20 +433,21 @@ impl DepthBreadthProjector {
             }
             frontier = next;
         }
-        // Records come back in the order asked for: their URIs move into the nodes.
-        let records = graph.records(&order, false)?;
+        // URIs come back in the order asked for, and move into the nodes.
+        let uris = graph.uris(&order)?;
         let mut cut: Vec<(String, usize)> = if cut.is_empty() {
             Vec::new()
         } else {
-            let uri_of: HashMap<NodeKey, &str> = records.iter().map(|r| (r.key, r.uri.as_str())).collect();
+            let uri_of: HashMap<NodeKey, &str> = order.iter().copied().zip(uris.iter().map(String::as_str)).collect();
             cut.into_iter().map(|(k, n)| (uri_of[&k].to_owned(), n)).collect()
         };
         cut.sort();
-        let mut nodes: Vec<(ProjectedNode, NodeKey)> = records
+        let mut nodes: Vec<(ProjectedNode, NodeKey)> = uris
             .into_iter()
-            .map(|r| {
-                let d = distance[&r.key];
-                (ProjectedNode::new(r.uri, d, gradient_depth(full, d, spec.breadth(), spec.depth_gradient())), r.key)
+            .zip(&order)
+            .map(|(uri, &key)| {
+                let d = distance[&key];
+                (ProjectedNode::new(uri, d, gradient_depth(full, d, spec.breadth(), spec.depth_gradient())), key)
             })
             .collect();
         nodes.sort_unstable_by(|a, b| (a.0.distance, &a.0.uri).cmp(&(b.0.distance, &b.0.uri)));
@@ -487,7 +491,7 @@ impl DepthBreadthProjector {
         counter: &dyn TokenCounter,
         budget: Option<usize>,
     ) -> Result<(Projection, FragmentSet)> {
-        let Walk { projection, keys, met } = self.walk(graph, spec)?;
+        let Walk { projection, keys, met } = self.walk(graph, spec, true)?;
         let rank = personalized_rank(&keys, projection.nodes.iter().take_while(|n| n.distance == 0).count(), &met);
         let records = graph.records(&keys, true)?;
         let mut fragments = Vec::with_capacity(records.len());

@@ -28,6 +28,7 @@ pub(super) const EXPAND_IN_REL: &str =
     "SELECT target_id, source_id FROM uko_edges WHERE target_id IN rarray(?1) AND relation IN rarray(?2)";
 pub(super) const RESOLVE: &str = "SELECT uri, node_id FROM uko_nodes WHERE uri IN rarray(?1)";
 pub(super) const RECORDS: &str = "SELECT node_id, uri, domain, resource_uri FROM uko_nodes WHERE node_id IN rarray(?1)";
+pub(super) const URIS: &str = "SELECT node_id, uri FROM uko_nodes WHERE node_id IN rarray(?1)";
 pub(super) const VIEWS: &str =
     "SELECT node_id, depth, content FROM uko_node_views WHERE node_id IN rarray(?1) ORDER BY node_id, depth";
 
@@ -397,29 +398,55 @@ impl GraphSource for Store {
     }
 
     fn records(&self, keys: &[NodeKey], with_views: bool) -> Result<Vec<NodeRecord>> {
-        let mut by_key: IdMap<NodeKey, NodeRecord> = IdMap::with_capacity_and_hasher(keys.len(), Default::default());
+        let at = positions(keys);
+        let mut slots: Vec<Option<NodeRecord>> = Vec::with_capacity(keys.len());
+        slots.resize_with(keys.len(), || None);
         self.conn.for_each(RECORDS, vals![keys], |r| {
             let key = r.i64(0)?;
-            let record = NodeRecord {
-                key,
-                uri: r.string(1)?,
-                domain: r.string(2)?,
-                resource_uri: r.opt_string(3)?,
-                views: Vec::new(),
-            };
-            by_key.insert(key, record);
+            if let Some(&i) = at.get(&key) {
+                slots[i] = Some(NodeRecord {
+                    key,
+                    uri: r.string(1)?,
+                    domain: r.string(2)?,
+                    resource_uri: r.opt_string(3)?,
+                    views: Vec::new(),
+                });
+            }
             Ok(())
         })?;
         if with_views {
             self.conn.for_each(VIEWS, vals![keys], |r| {
-                if let Some(rec) = by_key.get_mut(&r.i64(0)?) {
+                if let Some(rec) = at.get(&r.i64(0)?).and_then(|&i| slots[i].as_mut()) {
                     rec.views.push(NodeView { depth: view_depth(r, 1)?, content: r.string(2)? });
                 }
                 Ok(())
             })?;
         }
-        keys.iter().map(|k| by_key.remove(k).ok_or_else(|| Error::UnknownNode(format!("node key {k}")))).collect()
+        in_order(slots, keys)
     }
+
+    fn uris(&self, keys: &[NodeKey]) -> Result<Vec<String>> {
+        let at = positions(keys);
+        let mut slots: Vec<Option<String>> = vec![None; keys.len()];
+        self.conn.for_each(URIS, vals![keys], |r| {
+            if let Some(&i) = at.get(&r.i64(0)?) {
+                slots[i] = Some(r.string(1)?);
+            }
+            Ok(())
+        })?;
+        in_order(slots, keys)
+    }
+}
+
+/// Where each key was asked for: rows arrive in key order, and each goes to
+/// its place (the map holds positions, not the rows, which are large to move).
+fn positions(keys: &[NodeKey]) -> IdMap<NodeKey, usize> {
+    keys.iter().enumerate().map(|(i, &k)| (k, i)).collect()
+}
+
+/// The rows found, in the order asked for; the first key without one is an error.
+fn in_order<T>(slots: Vec<Option<T>>, keys: &[NodeKey]) -> Result<Vec<T>> {
+    slots.into_iter().zip(keys).map(|(r, k)| r.ok_or_else(|| Error::UnknownNode(format!("node key {k}")))).collect()
 }
 
 #[cfg(test)]
@@ -441,6 +468,20 @@ mod tests {
 
     fn uris(ns: &[Neighbour]) -> Vec<(&str, &str, Direction)> {
         ns.iter().map(|n| (n.uri.as_str(), n.relation.as_str(), n.direction)).collect()
+    }
+
+    #[test]
+    fn records_and_uris_come_in_the_order_asked_for() {
+        use crate::uko::GraphSource;
+        let s = store();
+        let keys = s.resolve(&["c".into(), "a".into(), "b".into()]).unwrap();
+        let records: Vec<String> = s.records(&keys, true).unwrap().into_iter().map(|r| r.uri).collect();
+        assert_eq!(records, ["c", "a", "b"]);
+        assert_eq!(s.uris(&keys).unwrap(), ["c", "a", "b"]);
+        let missing = keys.iter().max().unwrap() + 100;
+        for err in [s.uris(&[keys[0], missing]).unwrap_err(), s.records(&[missing], false).unwrap_err()] {
+            assert!(matches!(&err, Error::UnknownNode(m) if m.contains(&missing.to_string())), "{err}");
+        }
     }
 
     #[test]

@@ -223,6 +223,15 @@ pub trait GraphSource {
     /// # Errors
     /// [`Error::Storage`] when the source cannot be read.
     fn records(&self, keys: &[NodeKey], with_views: bool) -> Result<Vec<NodeRecord>>;
+
+    /// The URIs of these nodes, in the same order: what a projection reads
+    /// of each node. A source may answer it without the rest of each record.
+    ///
+    /// # Errors
+    /// As [`GraphSource::records`].
+    fn uris(&self, keys: &[NodeKey]) -> Result<Vec<String>> {
+        Ok(self.records(keys, false)?.into_iter().map(|r| r.uri).collect())
+    }
 }
 
 /// The whole graph in memory, on petgraph.
