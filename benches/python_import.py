@@ -100,6 +100,10 @@ def reference(rows: List[Dict[str, Any]], path: str) -> None:
 
 
 def timed(f) -> float:
+    # Each run starts with no dirty pages of the runs before it waiting to
+    # be written: otherwise the kernel's writeback lands on whichever way
+    # runs next (all three write about 300 MB).
+    os.sync()
     start = time.perf_counter()
     f()
     return time.perf_counter() - start

@@ -3,8 +3,11 @@
 //! The types are JSON's: dict (str keys), list or tuple, str, int, float
 //! (finite), bool and None; a `Decision` inside is read as its JSON.
 
+use std::borrow::Cow;
+#[cfg(not(windows))]
 use std::ffi::c_char;
 
+#[cfg(not(windows))]
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -34,13 +37,16 @@ fn python(e: PyErr) -> DeError {
     DeError(e.to_string())
 }
 
-/// The text of a Python str, borrowed from the str itself: CPython keeps
-/// its UTF-8 form (for ASCII text, the characters themselves), so nothing
-/// is copied. PyO3's `to_cow` under abi3-py39 makes a bytes object and a
-/// copy of each, a tenth of a decision's conversion with its many keys.
-/// `PyUnicode_AsUTF8AndSize` is in the limited API from 3.10 and exported
-/// by every CPython 3 before it, so the abi3 wheel still loads on 3.9.
-fn text<'a>(s: &'a Bound<'_, PyString>) -> Result<&'a str, DeError> {
+/// The text of a Python str, borrowed from the str: CPython keeps its
+/// UTF-8 form (for ASCII text, the characters themselves; otherwise a copy
+/// it makes once and keeps with the str), so nothing is copied per read.
+/// PyO3's `to_cow` under abi3-py39 makes a bytes object and a copy of each,
+/// a tenth of a decision's conversion with its many keys.
+/// `PyUnicode_AsUTF8AndSize` is in the limited API from 3.10, and before
+/// that exported by libpython on Linux and macOS but not by Windows'
+/// `python3.dll`: Windows keeps PyO3's way.
+#[cfg(not(windows))]
+fn text<'a>(s: &'a Bound<'_, PyString>) -> Result<Cow<'a, str>, DeError> {
     extern "C" {
         fn PyUnicode_AsUTF8AndSize(unicode: *mut ffi::PyObject, size: *mut ffi::Py_ssize_t) -> *const c_char;
     }
@@ -53,7 +59,12 @@ fn text<'a>(s: &'a Bound<'_, PyString>) -> Result<&'a str, DeError> {
     }
     let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
     // SAFETY: CPython returned UTF-8 (a str with lone surrogates fails above).
-    Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
+    Ok(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(bytes) }))
+}
+
+#[cfg(windows)]
+fn text<'a>(s: &'a Bound<'_, PyString>) -> Result<Cow<'a, str>, DeError> {
+    s.to_cow().map_err(python)
 }
 
 /// One Python object as a serde deserializer.
@@ -67,7 +78,7 @@ impl<'de> de::Deserializer<'de> for PyDe<'_, '_> {
         let obj = self.0;
         // The common types first.
         if let Ok(s) = obj.cast::<PyString>() {
-            return visitor.visit_str(text(s)?);
+            return visitor.visit_str(&text(s)?);
         }
         if let Ok(dict) = obj.cast::<PyDict>() {
             return visitor.visit_map(DictAccess { items: dict.iter(), value: None });
@@ -121,7 +132,7 @@ impl<'de> de::Deserializer<'de> for PyDe<'_, '_> {
         visitor: V,
     ) -> Result<V::Value, DeError> {
         match self.0.cast::<PyString>() {
-            Ok(s) => visitor.visit_enum(text(s)?.into_deserializer()),
+            Ok(s) => visitor.visit_enum(<&str>::into_deserializer(&text(s)?)),
             Err(_) => {
                 let _ = (name, variants);
                 self.deserialize_any(visitor)
@@ -151,7 +162,7 @@ impl<'de, 'py> MapAccess<'de> for DictAccess<'py> {
             return Err(DeError(format!("key {shown} is not a string")));
         };
         self.value = Some(value);
-        seed.deserialize(text(key)?.into_deserializer()).map(Some)
+        seed.deserialize(<&str>::into_deserializer(&text(key)?)).map(Some)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, DeError> {

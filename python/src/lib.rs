@@ -7,9 +7,6 @@
 //! threads behind a mutex.
 
 use std::path::PathBuf;
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use std::sync::mpsc::TrySendError;
 use std::sync::Mutex;
 
@@ -25,6 +22,12 @@ use decision_store::{Decision, DecisionId, DecisionTree, Error, PlanId, Store};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Value};
+
+// The Rust side's allocations (decisions, row texts) are made on one thread
+// and freed on another in insert_many; glibc's malloc made that slower than
+// the work itself, mimalloc does not (as in dstore).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Raises the `decision_store.errors` exception that fits `e`.
 fn raise(py: Python<'_>, e: Error) -> PyErr {
@@ -128,7 +131,7 @@ fn decision_of(obj: &Bound<'_, PyAny>) -> PyResult<Decision> {
     if let Ok(d) = obj.cast::<PyDecision>() {
         return Ok(d.get().inner.clone());
     }
-    Decision::from_deserializer(de::PyDe(obj)).map_err(|e| raise(obj.py(), e))
+    Decision::from_reusable_deserializer(de::PyDe(obj)).map_err(|e| raise(obj.py(), e))
 }
 
 fn decision_id(py: Python<'_>, s: &str) -> PyResult<DecisionId> {
@@ -505,12 +508,10 @@ impl PyStore {
                     let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
                     let sent = match items.try_send(full) {
                         Ok(()) => Ok(()),
-                        Err(TrySendError::Full(full)) => {
-                            let ready = py.detach(|| {
-                                full.into_iter().map(|item| item.map(|i| Item::Ready(i.prepared()))).collect()
-                            });
+                        Err(TrySendError::Full(full)) => py.detach(|| {
+                            let ready = full.into_iter().map(|item| item.map(|i| Item::Ready(i.prepared()))).collect();
                             items.send(ready).map_err(|_| ())
-                        }
+                        }),
                         Err(TrySendError::Disconnected(_)) => Err(()),
                     };
                     if sent.is_err() {

@@ -402,6 +402,19 @@ pub(crate) fn field_error(e: serde_path_to_error::Error<serde_json::Error>) -> E
     }
 }
 
+/// Decodes a builder tracking the path, so that an error names the field.
+fn tracked<'de, D>(deserializer: D) -> Result<DecisionBuilder>
+where
+    D: serde::Deserializer<'de>,
+    D::Error: std::fmt::Display,
+{
+    serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        let reason = e.into_inner().to_string();
+        Error::validation(if path == "." { "decision".to_owned() } else { path }, reason)
+    })
+}
+
 fn parse_opt(field: &'static str, s: Option<&str>) -> Result<Option<DecisionId>> {
     s.map(|s| DecisionId::parse_field(field, s)).transpose()
 }
@@ -561,26 +574,34 @@ impl Decision {
 
     /// Decodes one decision from any serde data format, validating it as
     /// [`Decision::from_json_value`] does; an error names the field's path
-    /// (`context_snapshot.resources[0].resource_id`). The Python package
-    /// reads Python objects through it without making JSON values first.
-    /// The deserializer is cloned to read the input a second time, tracking
-    /// the path, only when the first reading fails: tracking it always
-    /// costs an allocation per key.
+    /// (`context_snapshot.resources[0].resource_id`).
     ///
     /// # Errors
     /// [`Error::Validation`] naming the field.
     pub fn from_deserializer<'de, D>(deserializer: D) -> Result<Self>
+    where
+        D: serde::Deserializer<'de>,
+        D::Error: std::fmt::Display,
+    {
+        Decision::try_from(tracked(deserializer)?)
+    }
+
+    /// [`Decision::from_deserializer`] for a deserializer that is cheap to
+    /// clone (one that refers to its input): the input is read once without
+    /// tracking the path, which costs an allocation per key, and a second
+    /// time with it only when the first reading fails. The Python package
+    /// reads Python objects through it without making JSON values first.
+    ///
+    /// # Errors
+    /// As [`Decision::from_deserializer`].
+    pub fn from_reusable_deserializer<'de, D>(deserializer: D) -> Result<Self>
     where
         D: serde::Deserializer<'de> + Clone,
         D::Error: std::fmt::Display,
     {
         let builder = match DecisionBuilder::deserialize(deserializer.clone()) {
             Ok(b) => b,
-            Err(_) => serde_path_to_error::deserialize(deserializer).map_err(|e| {
-                let path = e.path().to_string();
-                let reason = e.into_inner().to_string();
-                Error::validation(if path == "." { "decision".to_owned() } else { path }, reason)
-            })?,
+            Err(_) => tracked(deserializer)?,
         };
         Decision::try_from(builder)
     }

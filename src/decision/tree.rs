@@ -37,7 +37,8 @@ pub struct DecisionTree {
 impl DecisionTree {
     /// Builds the tree from the decisions of one plan (in any order).
     /// A decision whose parent is not among them counts as a root; see
-    /// [`DecisionTree::orphans`].
+    /// [`DecisionTree::orphans`]. Ids are expected to be unique (a store
+    /// holds each once); given twice, lookups by id find the later one.
     pub fn from_decisions(mut decisions: Vec<Decision>) -> Self {
         decisions.sort_by_key(|d| (d.sequence(), d.decision_id()));
         let n = decisions.len();
