@@ -498,10 +498,14 @@ impl Store {
         // Not for readers: a short read pays for every page of a larger cache
         // as fresh memory (measured: `tree` 16 -> 21 ms, `project` 95 -> 121 ms).
         conn.pragma_update(None, "cache_size", -32_768).map_err(storage)?;
-        // 8 KiB pages for new files (a no-op on existing ones): a decision row
-        // is about 1.5 KiB, and 4 KiB pages hold two of them with a quarter
-        // of each page unused (measured: a 100k import writes 18 % less, 4 % faster).
-        conn.pragma_update(None, "page_size", 8192).map_err(storage)?;
+        // 16 KiB pages for new files (a no-op on existing ones): a decision
+        // row is about 1.5 KiB; 4 KiB pages hold two with a quarter of each
+        // unused, and each size up means fewer pages to split, link and log.
+        // Measured on a 100k import, whole process: 4 -> 8 KiB wrote 18 %
+        // less and took 4 % less time; 8 -> 16 KiB 790 -> 685 ms and 4 %
+        // less file, with a plan's tree 6.9 -> 6.3 ms and the breadth-4
+        // projection 44 -> 43 ms.
+        conn.pragma_update(None, "page_size", 16384).map_err(storage)?;
         // WAL: readers and the writer do not block each other, and a commit is one append.
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(storage)?;
         if self.path.is_some() && !mode.eq_ignore_ascii_case("wal") {
