@@ -10,8 +10,7 @@ use super::{open_read, open_write, parse_plan, render, stderr_is_terminal, CmdRe
 
 pub fn init(db: &Path) -> CmdResult {
     let store = open_write(db)?;
-    let shown = store.url().map_or_else(|| db.display().to_string(), str::to_owned);
-    eprintln!("dstore: {shown} is a decision store (schema version {})", store.schema_version()?);
+    eprintln!("dstore: {} is a decision store (schema version {})", store.display_name(), store.schema_version()?);
     Ok(0)
 }
 
@@ -72,10 +71,7 @@ pub fn copy(src: &Path, dst: &Path, format: super::Format) -> CmdResult {
     if format == super::Format::Json {
         super::print_json(&report)?;
     } else {
-        let (from, to) = (
-            from.url().map_or_else(|| src.display().to_string(), str::to_owned),
-            to.url().map_or_else(|| dst.display().to_string(), str::to_owned),
-        );
+        let (from, to) = (from.display_name(), to.display_name());
         eprintln!(
             "dstore: copied {} decisions, {} supersessions, {} nodes and {} edges from {from} to {to}; both have digest {}",
             report.decisions, report.supersessions, report.nodes, report.edges, report.digest

@@ -47,11 +47,11 @@ pub fn info(db: &Path, format: Format) -> CmdResult {
         *by_phase.entry(t.phase().to_string()).or_default() += n;
     }
     let report = InfoReport {
-        path: store.url().map_or_else(|| db.display().to_string(), str::to_owned),
+        path: store.display_name(),
         backend: store.backend(),
-        file_size: match super::url_of(db) {
-            Some(_) => None,
-            None => Some(std::fs::metadata(db)?.len()),
+        file_size: match store.path() {
+            Some(path) => Some(std::fs::metadata(path)?.len()),
+            None => None,
         },
         schema_version,
         sqlite_version: decision_store::Store::sqlite_version(),

@@ -8,8 +8,9 @@
 use serde::Serialize;
 
 use super::db::{vals, Conn};
-use super::decisions::{for_each_in_log_order, insert_row, link_supersession};
+use super::decisions::{for_each_in_log_order, insert_prepared, insert_statement, link_supersession, PreparedRow};
 use super::graph::{upsert_edges_in, upsert_nodes_in};
+use super::ingest::{code_references, INSERT_REFERENCE};
 use super::Store;
 use crate::decision::{Decision, DecisionId};
 use crate::error::{Error, Result};
@@ -87,7 +88,7 @@ impl Store {
         let links = src.conn.query_vec(
             "SELECT decision_id, superseded_by, log_index FROM supersessions ORDER BY log_index",
             &[],
-            |r| Ok((r.opt_i64(2)?.unwrap_or(i64::MAX), DecisionId::parse(r.str(0)?)?, DecisionId::parse(r.str(1)?)?)),
+            |r| Ok((r.i64(2)?, DecisionId::parse(r.str(0)?)?, DecisionId::parse(r.str(1)?)?)),
         )?;
         let mut links = links.into_iter().peekable();
         let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
@@ -121,15 +122,10 @@ impl Store {
             |tx, edges: &[UkoEdge]| upsert_edges_in(tx, edges),
             |r| &mut r.edges,
         )?;
-        let references =
-            src.conn.query_vec("SELECT resource_uri, from_uri, relation, name FROM uko_code_references", &[], |r| {
-                Ok((r.string(0)?, r.string(1)?, r.string(2)?, r.string(3)?))
-            })?;
+        let references = code_references(&src.conn)?;
         report.code_references = references.len() as u64;
         dst.write(|tx, _| {
-            let mut insert = tx.prepare(
-                "INSERT INTO uko_code_references (resource_uri, from_uri, relation, name) VALUES (?1, ?2, ?3, ?4)",
-            )?;
+            let mut insert = tx.prepare(INSERT_REFERENCE)?;
             for (file, from, relation, name) in &references {
                 insert.execute(vals![file, from, relation, name])?;
             }
@@ -178,9 +174,11 @@ fn in_batches<T>(
 /// Writes a batch of log entries in one transaction of `dst`, in order.
 fn write_entries(dst: &mut Store, batch: &mut Vec<Entry>, report: &mut CopyReport) -> Result<()> {
     dst.write(|tx, ledger| {
+        // One statement for the batch: taking it from the cache per row hashes its text twice.
+        let mut insert = insert_statement(tx)?;
         for e in batch.iter() {
             match e {
-                Entry::Decision(d) => insert_row(tx, ledger, d)?,
+                Entry::Decision(d) => insert_prepared(tx, &mut insert, ledger, d, &PreparedRow::of(d))?,
                 Entry::Supersession(old, new) => {
                     link_supersession(tx, ledger, *old, *new)?;
                 }

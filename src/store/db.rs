@@ -266,6 +266,11 @@ impl Row<'_> {
         }
     }
 
+    /// [`Row::opt_text`] of a column that must not be NULL.
+    pub(crate) fn text(&self, i: usize) -> Result<&[u8]> {
+        self.opt_text(i)?.ok_or_else(|| bad_column(i, "text", "NULL"))
+    }
+
     pub(crate) fn str(&self, i: usize) -> Result<&str> {
         self.opt_str(i)?.ok_or_else(|| bad_column(i, "text", "NULL"))
     }
@@ -307,7 +312,7 @@ pub(crate) fn pg_storage(e: postgres::Error) -> Error {
     if let Some(db) = e.as_db_error() {
         let code = db.code();
         if *code == SqlState::CHARACTER_NOT_IN_REPERTOIRE && db.message().contains("0x00") {
-            return Error::validation("text", "holds the NUL character (U+0000), which PostgreSQL text cannot store");
+            return Error::validation("text", NUL_REASON);
         }
         if *code == SqlState::T_R_SERIALIZATION_FAILURE
             || *code == SqlState::T_R_DEADLOCK_DETECTED
@@ -320,12 +325,15 @@ pub(crate) fn pg_storage(e: postgres::Error) -> Error {
     Error::Storage(Box::new(e))
 }
 
+/// Why PostgreSQL refuses a text: its text type cannot hold U+0000.
+const NUL_REASON: &str = "holds the NUL character (U+0000), which PostgreSQL text cannot store";
+
 /// PostgreSQL's text cannot hold U+0000 (SQLite's can): refuse it by
 /// field name before the server refuses it by byte. JSON columns are not
 /// affected: JSON writes the character as `\u0000`.
 pub(crate) fn no_nul(field: &str, text: &str) -> Result<()> {
     if text.contains('\0') {
-        return Err(Error::validation(field, "holds the NUL character (U+0000), which PostgreSQL text cannot store"));
+        return Err(Error::validation(field, NUL_REASON));
     }
     Ok(())
 }

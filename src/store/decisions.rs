@@ -241,15 +241,13 @@ fn from_row(row: &Row<'_>, c: &Cols) -> Result<Result<Decision>> {
             }
         };
     }
-    let decision_type = match DecisionType::from_bytes(row.opt_text(c.decision_type)?.unwrap_or_default()) {
+    let decision_type = match DecisionType::from_bytes(row.text(c.decision_type)?) {
         Some(t) => t,
         None => ok!(row.str(c.decision_type)?.parse::<DecisionType>()), // names what is there
     };
-    let decision_id = ok!(ok!(id_column(row, c.decision_id, "decision_id", DecisionId::parse_text)?)
-        .ok_or_else(|| Error::validation("decision_id", "missing")));
+    let decision_id = ok!(DecisionId::parse_text("decision_id", row.text(c.decision_id)?));
     let plan_id = match c.plan_id {
-        PlanCol::Column(i) => ok!(ok!(id_column(row, i, "plan_id", PlanId::parse_text)?)
-            .ok_or_else(|| Error::validation("plan_id", "missing"))),
+        PlanCol::Column(i) => ok!(PlanId::parse_text("plan_id", row.text(i)?)),
         PlanCol::Known(plan) => plan,
     };
     let parent_decision_id = ok!(id_column(row, c.parent, "parent_decision_id", DecisionId::parse_text)?);
@@ -507,7 +505,7 @@ struct Entry {
 /// Inserts one decision row (not its supersession link), after checking
 /// that its parent and corrected decision are stored in its plan, as the
 /// next entry of its plan's chain. Nothing changes when it fails.
-pub(crate) fn insert_row(tx: &Conn, ledger: &mut Ledger, d: &Decision) -> Result<()> {
+fn insert_row(tx: &Conn, ledger: &mut Ledger, d: &Decision) -> Result<()> {
     let mut insert = insert_statement(tx)?;
     insert_prepared(tx, &mut insert, ledger, d, &PreparedRow::of(d))
 }
@@ -1070,7 +1068,8 @@ impl Store {
 }
 
 /// A count column, which is never negative in a store written by this library.
-fn count(r: &Row<'_>, i: usize) -> Result<u64> {
+/// A `count(*)` column; a negative one means the kept counts are corrupt.
+pub(super) fn count(r: &Row<'_>, i: usize) -> Result<u64> {
     let n = r.i64(i)?;
     u64::try_from(n).map_err(|_| Error::Corrupt(format!("a count of {n}; run `dstore check`")))
 }

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::db::{vals, Conn, Row};
+use super::decisions::count;
 use super::Store;
 use crate::decision::IdMap;
 use crate::error::{Error, Result};
@@ -296,7 +297,7 @@ impl Store {
     /// [`Error::Storage`] when the tables cannot be read.
     pub fn graph_counts(&self) -> Result<GraphCounts> {
         self.conn.query_one("SELECT (SELECT count(*) FROM uko_nodes), (SELECT count(*) FROM uko_edges)", &[], |r| {
-            Ok(GraphCounts { nodes: r.i64(0)?.max(0) as u64, edges: r.i64(1)?.max(0) as u64 })
+            Ok(GraphCounts { nodes: count(r, 0)?, edges: count(r, 1)? })
         })
     }
 

@@ -186,10 +186,7 @@ fn sync_file(tx: &Conn, file: &str, graph: FileGraph, report: &mut IngestReport)
         upsert_nodes_in(tx, std::slice::from_ref(node))?;
     }
     tx.execute("DELETE FROM uko_code_references WHERE resource_uri = ?1", vals![file])?;
-    let mut insert = tx.prepare(
-        "INSERT INTO uko_code_references (resource_uri, from_uri, relation, name) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT DO NOTHING",
-    )?;
+    let mut insert = tx.prepare(INSERT_REFERENCE)?;
     for r in &graph.references {
         insert.execute(vals![file, &r.from, r.relation, &r.name])?;
     }
@@ -328,11 +325,7 @@ fn resolve(tx: &Conn, report: &mut IngestReport) -> Result<()> {
     };
     let mut wanted: BTreeSet<(String, String, String)> = BTreeSet::new();
     {
-        let rows =
-            tx.query_vec("SELECT resource_uri, from_uri, relation, name FROM uko_code_references", &[], |r| {
-                Ok((r.string(0)?, r.string(1)?, r.string(2)?, r.string(3)?))
-            })?;
-        for (file, from, relation, name) in rows {
+        for (file, from, relation, name) in code_references(tx)? {
             if !file_of.contains_key(&from) {
                 continue;
             }
@@ -474,4 +467,19 @@ impl Store {
         })?;
         Ok(report)
     }
+}
+
+/// One code reference: (file it is in, node it is made from, relation, name).
+pub(super) type CodeReference = (String, String, String, String);
+
+/// Stores one code reference; one already there is left as it is.
+pub(super) const INSERT_REFERENCE: &str =
+    "INSERT INTO uko_code_references (resource_uri, from_uri, relation, name) VALUES (?1, ?2, ?3, ?4)
+     ON CONFLICT DO NOTHING";
+
+/// Every stored code reference.
+pub(super) fn code_references(conn: &Conn) -> Result<Vec<CodeReference>> {
+    conn.query_vec("SELECT resource_uri, from_uri, relation, name FROM uko_code_references", &[], |r| {
+        Ok((r.string(0)?, r.string(1)?, r.string(2)?, r.string(3)?))
+    })
 }

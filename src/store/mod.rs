@@ -261,7 +261,7 @@ impl Store {
         let mut store = Store::connect_as(url, false)?;
         // Under the migration lock: another agent may be creating the schema right now.
         store.conn.batch(MIGRATION_LOCK)?;
-        let outcome = store.identify_postgres().and_then(|_| store.migrate_locked());
+        let outcome = store.identify_postgres().and_then(|_| store.migrate());
         let unlocked = store.conn.batch(MIGRATION_UNLOCK);
         outcome.and(unlocked)?;
         Ok(store)
@@ -423,6 +423,12 @@ impl Store {
         self.read_only
     }
 
+    /// What to call the store in messages: its file's path as given, or
+    /// the server's URL without a password.
+    pub fn display_name(&self) -> String {
+        self.display_path().display().to_string()
+    }
+
     fn display_path(&self) -> PathBuf {
         match (&self.path, &self.url) {
             (Some(p), _) => p.clone(),
@@ -523,22 +529,10 @@ impl Store {
         Ok(())
     }
 
+    /// Brings the schema to the library's version. On PostgreSQL the caller
+    /// holds the migration lock: agents on many hosts may connect to a new
+    /// database at once, and one migrates while the others wait.
     fn migrate(&mut self) -> Result<()> {
-        if self.schema_version()? == supported_schema_version() {
-            return Ok(());
-        }
-        if self.conn.is_postgres() {
-            // Agents on many hosts may connect to a new database at once:
-            // one migrates while the others wait (a session lock, per schema).
-            self.conn.batch(MIGRATION_LOCK)?;
-            let outcome = self.migrate_locked();
-            let unlocked = self.conn.batch(MIGRATION_UNLOCK);
-            return outcome.and(unlocked);
-        }
-        self.migrate_locked()
-    }
-
-    fn migrate_locked(&mut self) -> Result<()> {
         if self.schema_version()? == supported_schema_version() {
             return Ok(());
         }
