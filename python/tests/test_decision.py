@@ -105,3 +105,14 @@ def test_missing_decision_id_and_wrong_shapes():
         ds.Decision.model_validate_json("{not json")
     with pytest.raises(ds.ValidationError, match="decision_id"):
         ds.Decision.create(ds.new_plan_id(), "tool_invocation", 0, decision_id=ds.new_decision_id())
+
+
+def test_tuples_read_as_lists_and_other_iterables_are_refused():
+    plan = ds.new_plan_id()
+    root = ds.Decision.create(plan, "prompt_definition", 0, chosen_option="root")
+    data = full(plan, parent=root.decision_id)
+    as_tuples = dict(data, alternatives=tuple(data["alternatives"]), downstream_plan_ids=tuple(data["downstream_plan_ids"]))
+    assert ds.Decision.model_validate(as_tuples) == ds.Decision.model_validate(data)
+    for not_a_list in [iter(data["alternatives"]), {"option": "x"}.keys(), range(2)]:
+        with pytest.raises(ds.ValidationError, match="alternatives"):
+            ds.Decision.model_validate(dict(data, alternatives=not_a_list))
