@@ -562,12 +562,43 @@ impl Conn {
                 // predecessor committed instead of failing to serialize.
                 // It waits 5 s at most, as SQLite's busy timeout does.
                 pg.begin("BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '5s'")?;
-                let tx = Tx { conn: self, done: false };
+                let tx = Tx { conn: self, done: false, unlogged: false };
                 self.query_one("SELECT entries FROM store_log WHERE id = 1 FOR UPDATE", &[], |_| Ok(()))?;
                 return Ok(tx);
             }
         }
-        Ok(Tx { conn: self, done: false })
+        Ok(Tx { conn: self, done: false, unlogged: false })
+    }
+
+    /// Starts a write transaction that bypasses SQLite's write-ahead log:
+    /// the file goes to rollback-journal mode for the transaction and back
+    /// to WAL when it ends. A rollback journal keeps only the pages the file
+    /// had before, so pages the transaction adds are written once, to the
+    /// file, instead of to the log and again by the checkpoint.
+    ///
+    /// `None` (nothing changed) where that cannot be done: on PostgreSQL, and
+    /// while another connection has the file open (leaving WAL needs the
+    /// file to itself; this asks once, without waiting). Other connections
+    /// that open the file meanwhile wait for the transaction, as for any
+    /// writer that holds the file's lock.
+    pub(crate) fn begin_unlogged_write(&self, busy_timeout: std::time::Duration) -> Result<Option<Tx<'_>>> {
+        let Conn::Sqlite(c) = self else { return Ok(None) };
+        c.busy_timeout(std::time::Duration::ZERO).map_err(super::storage)?;
+        let mode = c.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get::<_, String>(0));
+        c.busy_timeout(busy_timeout).map_err(super::storage)?;
+        if !mode.is_ok_and(|m| m.eq_ignore_ascii_case("delete")) {
+            return Ok(None);
+        }
+        let tx = Tx { conn: self, done: false, unlogged: true };
+        c.execute_batch("BEGIN IMMEDIATE").map_err(super::storage)?;
+        Ok(Some(tx))
+    }
+
+    /// Back to write-ahead logging after [`Conn::begin_unlogged_write`].
+    fn resume_wal(&self) {
+        if let Conn::Sqlite(c) = self {
+            let _ = c.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0));
+        }
     }
 
     /// Starts a read transaction: its statements see one state of the store.
@@ -575,14 +606,14 @@ impl Conn {
         match self {
             Conn::Sqlite(c) => {
                 c.execute_batch("BEGIN DEFERRED").map_err(super::storage)?;
-                let tx = Tx { conn: self, done: false };
+                let tx = Tx { conn: self, done: false, unlogged: false };
                 // A deferred transaction takes its snapshot at the first read: take it now.
                 c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())).map_err(super::storage)?;
                 Ok(tx)
             }
             Conn::Postgres(pg) => {
                 pg.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
-                Ok(Tx { conn: self, done: false })
+                Ok(Tx { conn: self, done: false, unlogged: false })
             }
         }
     }
@@ -618,12 +649,15 @@ impl Conn {
 pub(crate) struct Tx<'c> {
     conn: &'c Conn,
     done: bool,
+    /// Begun by [`Conn::begin_unlogged_write`]: WAL resumes when it ends.
+    unlogged: bool,
 }
 
 impl Tx<'_> {
     pub(crate) fn commit(mut self) -> Result<()> {
         self.done = true;
         self.conn.end("COMMIT")
+        // Drop resumes WAL, after a failed COMMIT too (`end` rolled it back).
     }
 }
 
@@ -631,6 +665,12 @@ impl Drop for Tx<'_> {
     fn drop(&mut self) {
         if !self.done {
             let _ = self.conn.end("ROLLBACK");
+        }
+        if self.unlogged {
+            // Entering WAL needs only a moment's lock. Should it fail, the
+            // transaction's outcome stands: a rollback-journal file is as
+            // sound, and the next writer to open it restores WAL (`Store::configure`).
+            self.conn.resume_wal();
         }
     }
 }

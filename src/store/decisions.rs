@@ -845,7 +845,7 @@ impl Store {
         &mut self,
         rows: impl IntoIterator<Item = Result<(D, PreparedRow)>>,
     ) -> Result<usize> {
-        self.write(|tx, ledger| {
+        self.write_bulk(|tx, ledger| {
             let mut pending = Vec::new();
             let mut n = 0;
             let mut insert = insert_statement(tx)?;

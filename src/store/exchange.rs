@@ -394,10 +394,7 @@ impl Pending {
 
 impl Store {
     fn begin(&self) -> Result<Tx<'_>> {
-        if self.read_only {
-            return Err(Error::ReadOnly);
-        }
-        self.conn.begin_write()
+        self.begin_bulk()
     }
 
     /// Imports decisions from JSON Lines (the interchange format).
