@@ -156,9 +156,11 @@ fn a_first_load_bypasses_the_log_and_later_writes_use_it() {
     import_text(&mut store, &jsonl(&first), None).unwrap();
     assert!(wal_bytes(&db) < 100_000, "the load went through the log: {} bytes", wal_bytes(&db));
     assert_eq!(journal_mode(&db), "wal", "WAL resumes after the load");
-    // Into a store that holds decisions: through the log, as every write.
+    // Into a store that holds decisions: through the log, as every write
+    // (the log then holds at least as many bytes as the decisions took).
+    let loaded = std::fs::metadata(&db).unwrap().len();
     import_text(&mut store, &jsonl(&second), None).unwrap();
-    assert!(wal_bytes(&db) > 1_000_000, "the second import bypassed the log: {} bytes", wal_bytes(&db));
+    assert!(wal_bytes(&db) > loaded / 2, "the second import bypassed the log: {} bytes", wal_bytes(&db));
     assert_eq!(store.check().unwrap(), Vec::new());
     let expected: Vec<String> = {
         let mut all: Vec<&Decision> = first.iter().chain(&second).collect();
@@ -172,6 +174,21 @@ fn a_first_load_bypasses_the_log_and_later_writes_use_it() {
     let mut store = Store::open(&db).unwrap();
     store.insert_many(&first).unwrap();
     assert!(wal_bytes(&db) < 100_000, "insert_many went through the log: {} bytes", wal_bytes(&db));
+    assert_eq!(journal_mode(&db), "wal");
+    assert_eq!(store.check().unwrap(), Vec::new());
+    drop(store);
+    // A graph in an otherwise empty store loads the same way; a store that
+    // holds a graph is no longer empty, so its decisions go through the log.
+    let db = dir.path().join("graph.db");
+    let mut store = Store::open(&db).unwrap();
+    let nodes: String = (0..3_000)
+        .map(|i| format!("{{\"uri\":\"class://C{i}\",\"domain\":\"uko-code:\",\"kind\":\"class\",\"label\":\"C{i}\",\"views\":[{{\"depth\":0,\"content\":\"{}\"}}]}}\n", "x".repeat(200)))
+        .collect();
+    store.import_graph(nodes.as_bytes(), &b""[..], ImportOptions::default(), |_| {}).unwrap();
+    assert!(wal_bytes(&db) < 100_000, "the graph went through the log: {} bytes", wal_bytes(&db));
+    let loaded = std::fs::metadata(&db).unwrap().len();
+    import_text(&mut store, &jsonl(&first), None).unwrap();
+    assert!(wal_bytes(&db) > loaded / 4, "decisions beside a graph bypassed the log: {} bytes", wal_bytes(&db));
     assert_eq!(journal_mode(&db), "wal");
     assert_eq!(store.check().unwrap(), Vec::new());
 }
@@ -216,6 +233,8 @@ fn load_child() {
     let Some(db) = std::env::var_os(LOAD_ENV) else { return };
     let plan = batch_plan(20_000);
     let mut store = Store::open(&db).unwrap();
+    // A small cache spills pages to the file early in the load.
+    store.set_cache_kib(256).unwrap();
     println!("loading");
     std::io::stdout().flush().unwrap();
     store.insert_many(&plan).unwrap();
@@ -227,7 +246,7 @@ fn load_child() {
 #[test]
 fn a_writer_killed_in_a_first_load_leaves_an_empty_store() {
     let dir = tempfile::tempdir().unwrap();
-    let mut empty = 0;
+    let (mut empty, mut unlogged) = (0, 0);
     for (round, delay_ms) in [5u64, 20, 40, 80, 160].into_iter().enumerate() {
         let db = dir.path().join(format!("load{round}.db"));
         let mut child = Command::new(std::env::current_exe().unwrap())
@@ -242,8 +261,13 @@ fn a_writer_killed_in_a_first_load_leaves_an_empty_store() {
         std::thread::sleep(Duration::from_millis(delay_ms));
         child.kill().unwrap();
         child.wait().unwrap();
-        // Killed in its COMMIT, the load leaves a journal that a read-only
-        // open cannot roll back; it says so. Killed before, it leaves pages
+        // The load wrote the file, not a log: proof that this path ran.
+        if std::fs::metadata(&db).unwrap().len() > 1_000_000 && wal_bytes(&db) < 100_000 {
+            unlogged += 1;
+        }
+        // Killed once it has journaled a page the file had (at the latest
+        // in its COMMIT), the load leaves a journal that a read-only open
+        // cannot roll back; it says so. Killed before, it leaves only pages
         // past the file's recorded end, which no reader sees.
         if let Err(err) = Store::open_read_only(&db) {
             assert!(err.to_string().contains("open the store for writing once"), "round {round}: {err}");
@@ -263,7 +287,8 @@ fn a_writer_killed_in_a_first_load_leaves_an_empty_store() {
         }
     }
     assert!(empty > 0, "every kill came after the load committed: the test did not test it");
-    println!("5 kills in a first load: {empty} left an empty store, the rest the whole load");
+    assert!(unlogged > 0, "no kill found the load writing the file directly: the test did not test it");
+    println!("5 kills in a first load: {empty} left an empty store, the rest the whole load; {unlogged} caught it writing the file");
 }
 
 // ---------------------------------------------------------------- 2. concurrent use

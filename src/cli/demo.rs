@@ -243,14 +243,19 @@ fn clear(db: &Path) -> Result<(), Failure> {
     match Store::open_read_only(db) {
         Ok(store) => drop(store),
         Err(Error::NotCreated { .. }) => {}
-        Err(e) => {
-            return Err(Failure::usage(format!(
-                "{} is not a decision store; refusing to replace it ({e})",
-                db.display()
-            )))
-        }
+        // A store whose interrupted write left a journal that only a
+        // writable open rolls back; the writable open refuses anything else untouched.
+        Err(e) => match Store::open(db) {
+            Ok(store) => drop(store),
+            Err(_) => {
+                return Err(Failure::usage(format!(
+                    "{} is not a decision store; refusing to replace it ({e})",
+                    db.display()
+                )))
+            }
+        },
     }
-    for suffix in ["", "-wal", "-shm"] {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
         let p = format!("{}{suffix}", db.display());
         match std::fs::remove_file(&p) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::Io(e).into()),

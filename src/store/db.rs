@@ -578,26 +578,38 @@ impl Conn {
     ///
     /// `None` (nothing changed) where that cannot be done: on PostgreSQL, and
     /// while another connection has the file open (leaving WAL needs the
-    /// file to itself; this asks once, without waiting). Other connections
-    /// that open the file meanwhile wait for the transaction, as for any
-    /// writer that holds the file's lock.
+    /// file to itself; this asks once, without waiting). The transaction
+    /// takes the file's exclusive lock at once (`BEGIN EXCLUSIVE`): a reader
+    /// that got in before the first page is written would otherwise make
+    /// the load wait for it and fail. Readers that open the file meanwhile
+    /// wait up to the busy timeout, as writers always do. `synchronous` is
+    /// FULL meanwhile: with a rollback journal NORMAL can lose the file to a
+    /// badly timed power cut; it costs one more sync of a journal that holds
+    /// only the few pages the file had.
     pub(crate) fn begin_unlogged_write(&self, busy_timeout: std::time::Duration) -> Result<Option<Tx<'_>>> {
         let Conn::Sqlite(c) = self else { return Ok(None) };
         c.busy_timeout(std::time::Duration::ZERO).map_err(super::storage)?;
         let mode = c.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get::<_, String>(0));
-        c.busy_timeout(busy_timeout).map_err(super::storage)?;
         if !mode.is_ok_and(|m| m.eq_ignore_ascii_case("delete")) {
+            c.busy_timeout(busy_timeout).map_err(super::storage)?;
             return Ok(None);
         }
+        // From here on, dropping `tx` puts WAL back, whatever fails.
         let tx = Tx { conn: self, done: false, unlogged: true };
-        c.execute_batch("BEGIN IMMEDIATE").map_err(super::storage)?;
+        c.busy_timeout(busy_timeout).map_err(super::storage)?;
+        c.pragma_update(None, "synchronous", "FULL").map_err(super::storage)?;
+        c.execute_batch("BEGIN EXCLUSIVE").map_err(super::storage)?;
         Ok(Some(tx))
     }
 
-    /// Back to write-ahead logging after [`Conn::begin_unlogged_write`].
+    /// Back to write-ahead logging (and `synchronous=NORMAL`) after
+    /// [`Conn::begin_unlogged_write`]. Entering WAL needs only a moment's
+    /// lock. Should it fail, the file stays sound in rollback-journal mode,
+    /// and the next writer to open it restores WAL (`Store::configure`).
     fn resume_wal(&self) {
         if let Conn::Sqlite(c) = self {
             let _ = c.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0));
+            let _ = c.pragma_update(None, "synchronous", "NORMAL");
         }
     }
 
@@ -667,9 +679,6 @@ impl Drop for Tx<'_> {
             let _ = self.conn.end("ROLLBACK");
         }
         if self.unlogged {
-            // Entering WAL needs only a moment's lock. Should it fail, the
-            // transaction's outcome stands: a rollback-journal file is as
-            // sound, and the next writer to open it restores WAL (`Store::configure`).
             self.conn.resume_wal();
         }
     }

@@ -394,7 +394,10 @@ impl Pending {
 
 impl Store {
     fn begin(&self) -> Result<Tx<'_>> {
-        self.begin_bulk()
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        self.conn.begin_write()
     }
 
     /// Imports decisions from JSON Lines (the interchange format).
@@ -501,7 +504,8 @@ impl Store {
         let mut reports = [ImportReport::default(); N];
         let batch = options.batch.unwrap_or(usize::MAX).max(1) as u64;
         std::thread::scope(|scope| -> Result<[ImportReport; N]> {
-            let mut tx = self.begin()?;
+            // The first transaction may load an empty store without the log; later batches use it.
+            let mut tx = self.begin_bulk()?;
             let mut in_batch = 0u64;
             // The source whose record opened the current batch is credited with its commit.
             let mut owner = 0;
