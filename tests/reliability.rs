@@ -55,6 +55,18 @@ fn batch_plan(n: usize) -> Vec<Decision> {
 const CRASH_ENV: &str = "DSTORE_CRASH_CHILD_DB";
 const BATCH: usize = 40;
 
+/// Runs the test `name` of this binary as a child process writing to `db`
+/// (passed in the variable `env`), its stdout piped back.
+fn spawn_child(name: &str, env: &str, db: &Path) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(env, db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// Not a test on its own: the child process of `killed_writers_never_leave_half_a_batch`.
 #[test]
 fn crash_child() {
@@ -82,13 +94,7 @@ fn killed_writers_never_leave_half_a_batch() {
         rng % n
     };
     for kill in 0..20 {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
-            .env(CRASH_ENV, &db)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_child("crash_child", CRASH_ENV, &db);
         let stdout = child.stdout.take().unwrap();
         let wanted = 1 + next(6) as usize;
         let (tx, rx) = std::sync::mpsc::channel();
@@ -249,13 +255,7 @@ fn a_writer_killed_in_a_first_load_leaves_an_empty_store() {
     let (mut empty, mut unlogged) = (0, 0);
     for (round, delay_ms) in [5u64, 20, 40, 80, 160].into_iter().enumerate() {
         let db = dir.path().join(format!("load{round}.db"));
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "load_child", "--nocapture", "--test-threads=1"])
-            .env(LOAD_ENV, &db)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_child("load_child", LOAD_ENV, &db);
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         assert!(lines.any(|l| l.is_ok_and(|l| l.ends_with("loading"))), "round {round}: the child did not start");
         std::thread::sleep(Duration::from_millis(delay_ms));

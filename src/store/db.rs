@@ -590,13 +590,14 @@ impl Conn {
         let Conn::Sqlite(c) = self else { return Ok(None) };
         c.busy_timeout(std::time::Duration::ZERO).map_err(super::storage)?;
         let mode = c.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get::<_, String>(0));
-        if !mode.is_ok_and(|m| m.eq_ignore_ascii_case("delete")) {
-            c.busy_timeout(busy_timeout).map_err(super::storage)?;
-            return Ok(None);
-        }
-        // From here on, dropping `tx` puts WAL back, whatever fails.
-        let tx = Tx { conn: self, done: false, unlogged: true };
+        // Once the mode switched, dropping `tx` puts WAL back, whatever fails.
+        let tx = mode.is_ok_and(|m| m.eq_ignore_ascii_case("delete")).then_some(Tx {
+            conn: self,
+            done: false,
+            unlogged: true,
+        });
         c.busy_timeout(busy_timeout).map_err(super::storage)?;
+        let Some(tx) = tx else { return Ok(None) };
         c.pragma_update(None, "synchronous", "FULL").map_err(super::storage)?;
         c.execute_batch("BEGIN EXCLUSIVE").map_err(super::storage)?;
         Ok(Some(tx))
@@ -668,8 +669,8 @@ pub(crate) struct Tx<'c> {
 impl Tx<'_> {
     pub(crate) fn commit(mut self) -> Result<()> {
         self.done = true;
-        self.conn.end("COMMIT")
         // Drop resumes WAL, after a failed COMMIT too (`end` rolled it back).
+        self.conn.end("COMMIT")
     }
 }
 

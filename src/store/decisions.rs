@@ -1067,8 +1067,7 @@ impl Store {
     }
 }
 
-/// A count column, which is never negative in a store written by this library.
-/// A `count(*)` column; a negative one means the kept counts are corrupt.
+/// A count column (kept or `count(*)`); a negative one means the kept counts are corrupt.
 pub(super) fn count(r: &Row<'_>, i: usize) -> Result<u64> {
     let n = r.i64(i)?;
     u64::try_from(n).map_err(|_| Error::Corrupt(format!("a count of {n}; run `dstore check`")))

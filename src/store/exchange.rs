@@ -13,7 +13,7 @@ use std::sync::mpsc;
 
 use serde::Serialize;
 
-use super::db::{Conn, Stmt, Tx};
+use super::db::{Conn, Stmt};
 use super::decisions::{get_in, insert_prepared, insert_statement, link_supersession, Ledger, PreparedRow};
 use super::graph::{upsert_edges_in, upsert_nodes_in};
 use super::Store;
@@ -393,13 +393,6 @@ impl Pending {
 }
 
 impl Store {
-    fn begin(&self) -> Result<Tx<'_>> {
-        if self.read_only {
-            return Err(Error::ReadOnly);
-        }
-        self.conn.begin_write()
-    }
-
     /// Imports decisions from JSON Lines (the interchange format).
     ///
     /// Records may come in any order; a record waits for its parent or
@@ -596,7 +589,7 @@ impl Store {
                         tx.commit()?;
                         reports[owner].batches += 1;
                         in_batch = 0;
-                        tx = self.begin()?;
+                        tx = self.begin_write()?;
                     }
                     if bad == Some(end) {
                         let (line, item) = chunk.lines.swap_remove(end);

@@ -11,9 +11,10 @@
 //! The file is in WAL mode: readers never block the writer and see whole
 //! transactions only. The one exception is the first load into an empty
 //! store file ([`Store::begin_bulk`]), written with a rollback journal and
-//! the file's exclusive lock: readers wait for it. Every write transaction starts with `BEGIN IMMEDIATE`,
-//! so concurrent writers queue on the busy timeout (5 s) instead of failing
-//! when a read lock would have to be upgraded. A `Store` is one connection:
+//! the file's exclusive lock: readers wait for it. Every other write
+//! transaction starts with `BEGIN IMMEDIATE`, so concurrent writers queue
+//! on the busy timeout (5 s) instead of failing when a read lock would have
+//! to be upgraded. A `Store` is one connection:
 //! use one per thread.
 //!
 //! ## Compatibility
@@ -605,10 +606,15 @@ impl Store {
     /// writers queue); writes the ledger's chain heads and counts and
     /// commits when it returns `Ok`, rolls back otherwise.
     fn write<T>(&mut self, f: impl FnOnce(&Conn, &mut decisions::Ledger) -> Result<T>) -> Result<T> {
+        Self::write_in(self.begin_write()?, f)
+    }
+
+    /// A write transaction ([`Conn::begin_write`]); refused on a read-only store.
+    pub(crate) fn begin_write(&self) -> Result<Tx<'_>> {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
-        Self::write_in(self.conn.begin_write()?, f)
+        self.conn.begin_write()
     }
 
     /// [`Store::write`] for a bulk load (see [`Store::begin_bulk`]).
@@ -636,10 +642,7 @@ impl Store {
     /// wait for the load up to the busy timeout (5 s), then get
     /// [`Error::Busy`]. Anywhere else, an ordinary write transaction.
     pub(crate) fn begin_bulk(&self) -> Result<Tx<'_>> {
-        if self.read_only {
-            return Err(Error::ReadOnly);
-        }
-        if self.path.is_some() && !self.conn.is_postgres() {
+        if !self.read_only && self.path.is_some() && !self.conn.is_postgres() {
             let empty = self.conn.query_one(
                 "SELECT (SELECT entries FROM store_log WHERE id = 1) = 0 AND NOT EXISTS (SELECT 1 FROM uko_nodes)",
                 &[],
@@ -651,7 +654,7 @@ impl Store {
                 }
             }
         }
-        self.conn.begin_write()
+        self.begin_write()
     }
 
     /// Runs `f` in one read transaction, so that its statements see one state
