@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use decision_store::store::{integrity, Anchor, AnchorScope, Problem};
-use decision_store::{Decision, DecisionId, DecisionTree, Phase, TreeView};
+use decision_store::{Decision, DecisionId, DecisionTree, Phase, TreeView, ViewNode};
 use serde::Serialize;
 
 use super::render::{bytes, confidence, short, table, time};
@@ -251,35 +251,45 @@ pub fn show(db: &Path, id: &str, format: Format) -> CmdResult {
     Ok(0)
 }
 
-/// One node of `tree --format json`, without its children (written after it).
-#[derive(Serialize)]
-struct TreeNodeHead<'a> {
-    decision_id: DecisionId,
-    decision_type: &'static str,
-    sequence: u32,
-    depth: usize,
-    confidence_score: Option<f64>,
-    chosen_option: &'a str,
-    corrected_by: &'a [DecisionId],
-    superseded_by: Option<DecisionId>,
-    effective: bool,
-}
-
-impl<'a> TreeNodeHead<'a> {
-    fn of(tree: &'a DecisionTree, d: &'a Decision) -> Self {
-        let id = d.decision_id();
-        TreeNodeHead {
-            decision_id: id,
-            decision_type: d.decision_type().as_str(),
-            sequence: d.sequence(),
-            depth: tree.depth(id).unwrap_or(0),
-            confidence_score: d.confidence_score(),
-            chosen_option: d.chosen_option(),
-            corrected_by: tree.corrected_by(id),
-            superseded_by: d.superseded_by(),
-            effective: tree.is_effective(id),
+/// The fields of one node of `tree --format json` and `--format jsonl`,
+/// without the braces, appended to `out`: decision_id, decision_type,
+/// sequence, depth, confidence_score, chosen_option, corrected_by,
+/// superseded_by, effective. Written by hand because a plan's tree writes
+/// thousands: the keys are constants and ids need no escaping, so only the
+/// chosen option goes through serde_json's string escaping.
+fn node_fields(tree: &DecisionTree, n: &ViewNode<'_>, out: &mut Vec<u8>) -> io::Result<()> {
+    let d = n.decision;
+    let mut id = [0u8; 26];
+    let mut ids = |out: &mut Vec<u8>, key: &[u8], value: Option<DecisionId>| {
+        out.extend_from_slice(key);
+        match value {
+            Some(v) => {
+                out.push(b'"');
+                out.extend_from_slice(v.encode(&mut id).as_bytes());
+                out.push(b'"');
+            }
+            None => out.extend_from_slice(b"null"),
         }
+    };
+    ids(out, b"\"decision_id\":", Some(d.decision_id()));
+    write!(
+        out,
+        ",\"decision_type\":\"{}\",\"sequence\":{},\"depth\":{},\"confidence_score\":",
+        d.decision_type().as_str(),
+        d.sequence(),
+        tree.depth_at(n.index).unwrap_or(0)
+    )?;
+    serde_json::to_writer(&mut *out, &d.confidence_score())?;
+    out.extend_from_slice(b",\"chosen_option\":");
+    serde_json::to_writer(&mut *out, d.chosen_option())?;
+    out.extend_from_slice(b",\"corrected_by\":[");
+    for (k, c) in tree.corrected_by_at(n.index).iter().enumerate() {
+        ids(out, if k == 0 { b"" } else { b"," }, Some(*c));
     }
+    out.push(b']');
+    ids(out, b",\"superseded_by\":", d.superseded_by());
+    out.extend_from_slice(if tree.is_effective_at(n.index) { b",\"effective\":true" } else { b",\"effective\":false" });
+    Ok(())
 }
 
 /// Indentation stops growing here, so a plan a million levels deep prints
@@ -335,6 +345,7 @@ fn text_tree(tree: &DecisionTree, view: &TreeView<'_>, out: &mut impl Write) -> 
 fn json_tree(tree: &DecisionTree, plan: &str, view: &TreeView<'_>, out: &mut impl Write) -> io::Result<()> {
     write!(out, "{{\"plan_id\":\"{plan}\",\"roots\":[")?;
     let mut head = Vec::with_capacity(512);
+    const SPACES: &[u8] = &[b' '; 2 * (MAX_INDENT + 1)];
     // Levels of the nodes whose children arrays are still open.
     let mut open = 0usize;
     for (i, n) in view.nodes.iter().enumerate() {
@@ -346,13 +357,13 @@ fn json_tree(tree: &DecisionTree, plan: &str, view: &TreeView<'_>, out: &mut imp
         if !first_sibling {
             out.write_all(b",")?;
         }
-        out.write_all(b"\n")?;
-        out.write_all(&b"  ".repeat(n.level.min(MAX_INDENT) + 1))?;
         head.clear();
-        serde_json::to_writer(&mut head, &TreeNodeHead::of(tree, n.decision))?;
-        head.pop(); // the closing brace: children follow
+        head.push(b'\n');
+        head.extend_from_slice(&SPACES[..2 * (n.level.min(MAX_INDENT) + 1)]);
+        head.push(b'{');
+        node_fields(tree, n, &mut head)?;
+        head.extend_from_slice(b",\"children\":[");
         out.write_all(&head)?;
-        out.write_all(b",\"children\":[")?;
         open = n.level + 1;
     }
     while open > 0 {
@@ -362,26 +373,24 @@ fn json_tree(tree: &DecisionTree, plan: &str, view: &TreeView<'_>, out: &mut imp
     out.write_all(b"\n]}\n")
 }
 
-/// One line of `tree --format jsonl`.
-#[derive(Serialize)]
-struct TreeLine<'a> {
-    /// The parent shown in this view (with `--effective`, the nearest ancestor that stands).
-    parent: Option<DecisionId>,
-    level: usize,
-    #[serde(flatten)]
-    node: TreeNodeHead<'a>,
-}
-
-/// The view as JSON Lines: flat, so any JSON reader takes a plan of any depth.
+/// The view as JSON Lines: flat, so any JSON reader takes a plan of any
+/// depth. Each line starts with `parent` (the parent shown in this view:
+/// with `--effective`, the nearest ancestor that stands) and `level`.
 fn jsonl_tree(tree: &DecisionTree, view: &TreeView<'_>, out: &mut impl Write) -> io::Result<()> {
+    let mut line = Vec::with_capacity(512);
+    let mut id = [0u8; 26];
     for n in &view.nodes {
-        let line = TreeLine {
-            parent: n.parent.map(|p| view.nodes[p].decision.decision_id()),
-            level: n.level,
-            node: TreeNodeHead::of(tree, n.decision),
-        };
-        serde_json::to_writer(&mut *out, &line)?;
-        out.write_all(b"\n")?;
+        line.clear();
+        match n.parent {
+            Some(p) => {
+                let parent = view.nodes[p].decision.decision_id().encode(&mut id);
+                write!(line, "{{\"parent\":\"{parent}\",\"level\":{},", n.level)?;
+            }
+            None => write!(line, "{{\"parent\":null,\"level\":{},", n.level)?,
+        }
+        node_fields(tree, n, &mut line)?;
+        line.extend_from_slice(b"}\n");
+        out.write_all(&line)?;
     }
     Ok(())
 }

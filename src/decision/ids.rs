@@ -119,6 +119,12 @@ macro_rules! ulid_newtype {
                 Self(Ulid(value))
             }
 
+            /// The canonical 26-character text, written into `buf`: the
+            /// [`Display`](fmt::Display) form without the formatter.
+            pub fn encode<'b>(&self, buf: &'b mut [u8; ulid::ULID_LEN]) -> &'b str {
+                self.0.array_to_str(buf)
+            }
+
             /// The 128-bit value of the id.
             pub fn to_u128(&self) -> u128 {
                 self.0 .0
@@ -152,8 +158,7 @@ macro_rules! ulid_newtype {
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
                 // Encoded on the stack: no formatter machinery for ids written by the million.
-                let mut text = [0u8; ulid::ULID_LEN];
-                s.serialize_str(self.0.array_to_str(&mut text))
+                s.serialize_str(self.encode(&mut [0u8; ulid::ULID_LEN]))
             }
         }
 

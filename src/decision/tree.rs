@@ -254,7 +254,31 @@ impl DecisionTree {
 
     /// True when nothing corrects the decision and it is not superseded.
     pub fn is_effective(&self, id: DecisionId) -> bool {
-        self.get(id).is_some_and(|d| !d.is_superseded() && self.corrected_by(id).is_empty())
+        self.index.get(&id).is_some_and(|&i| self.is_effective_at(i))
+    }
+
+    /// [`DecisionTree::depth`] of the decision at `index` in [`DecisionTree::decisions`].
+    ///
+    /// # Panics
+    /// When `index` is out of bounds.
+    pub fn depth_at(&self, index: usize) -> Option<usize> {
+        self.depth[index]
+    }
+
+    /// [`DecisionTree::corrected_by`] of the decision at `index` in [`DecisionTree::decisions`].
+    ///
+    /// # Panics
+    /// When `index` is out of bounds.
+    pub fn corrected_by_at(&self, index: usize) -> &[DecisionId] {
+        self.corrected_by(self.decisions[index].decision_id())
+    }
+
+    /// [`DecisionTree::is_effective`] of the decision at `index` in [`DecisionTree::decisions`].
+    ///
+    /// # Panics
+    /// When `index` is out of bounds.
+    pub fn is_effective_at(&self, index: usize) -> bool {
+        !self.decisions[index].is_superseded() && self.corrected_by_at(index).is_empty()
     }
 
     /// The effective decisions, in sequence order.
@@ -367,7 +391,14 @@ impl DecisionTree {
         while let Some((i, parent, level, last)) = stack.pop() {
             let at = nodes.len();
             let children = kids(i);
-            nodes.push(ViewNode { decision: &self.decisions[i], parent, level, last, children: children.len() });
+            nodes.push(ViewNode {
+                decision: &self.decisions[i],
+                index: i,
+                parent,
+                level,
+                last,
+                children: children.len(),
+            });
             let count = children.len();
             stack.extend(children.iter().enumerate().rev().map(|(k, &c)| (c, Some(at), level + 1, k + 1 == count)));
         }
@@ -410,6 +441,9 @@ pub struct TreeView<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct ViewNode<'a> {
     pub decision: &'a Decision,
+    /// Its position in [`DecisionTree::decisions`], for the `*_at` lookups
+    /// that need no id hashing.
+    pub index: usize,
     /// Position of the parent shown in [`TreeView::nodes`]; `None` at the top level.
     pub parent: Option<usize>,
     /// 0 at the top level.
