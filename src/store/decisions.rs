@@ -74,8 +74,9 @@ pub(super) const DECISION_BY_ID: &str = concat!(select_decisions!(), " WHERE d.d
 /// A plan's rows; their supersession links come from [`PLAN_LINKS`], as an outline's do.
 pub(super) const PLAN_ROWS: &str =
     concat!("SELECT ", decision_columns!(), " FROM decisions d WHERE d.plan_id = ?1 ORDER BY d.sequence");
-/// The scalar columns of a plan's rows, for [`Store::decision_tree_outline`];
-/// their supersession links come from [`PLAN_LINKS`].
+/// The scalar columns of a plan's rows, for [`Store::decision_tree_outline`]:
+/// in SQLite, all of them from the `decisions_outline` index (schema version
+/// 8), without reading a row. Their supersession links come from [`PLAN_LINKS`].
 pub(super) const OUTLINE_ROWS: &str = "SELECT d.decision_id, d.parent_decision_id, d.sequence, d.decision_type, \
      d.chosen_option, d.confidence_score, d.corrects_decision_id \
      FROM decisions d WHERE d.plan_id = ?1 ORDER BY d.sequence";
@@ -936,7 +937,8 @@ impl Store {
     /// metadata) are left empty. Enough to render the tree and to answer
     /// history questions (roots, children, depth, corrections, supersession,
     /// the effective set), and several times faster to load than
-    /// [`Store::decision_tree`] because no JSON column is decoded.
+    /// [`Store::decision_tree`] because no JSON column is decoded. In SQLite
+    /// it reads one index (`decisions_outline`), not the rows.
     ///
     /// # Errors
     /// [`Error::PlanNotFound`] when the plan has no decisions.

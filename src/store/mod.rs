@@ -811,8 +811,8 @@ mod tests {
                 listed.iter().map(|&(v, n, c)| (v, n.to_owned(), c.to_owned())).collect();
             assert_eq!(ours, refinery);
         }
-        assert_eq!(supported_schema_version(), 7);
-        assert_eq!(PG_MIGRATIONS.last().map(|m| m.0), Some(7), "both dialects have every version");
+        assert_eq!(supported_schema_version(), 8);
+        assert_eq!(PG_MIGRATIONS.last().map(|m| m.0), Some(8), "both dialects have every version");
     }
 
     #[test]
@@ -852,6 +852,10 @@ mod tests {
                 );
             }
             assert!(text.contains("SEARCH"), "{sql}\nsearches no index:\n{text}");
+            if sql == decisions::OUTLINE_ROWS {
+                // An outline reads index entries only, never the ~1 KiB rows.
+                assert!(text.contains("USING COVERING INDEX decisions_outline"), "{sql}\n{text}");
+            }
         }
     }
 }
