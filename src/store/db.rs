@@ -16,6 +16,7 @@ use std::rc::Rc;
 
 use postgres::types::{IsNull, ToSql as PgToSql, Type};
 
+use super::borrowed::BorrowedStmt;
 use super::integrity::Field;
 use crate::error::{Error, Result};
 
@@ -541,6 +542,16 @@ impl Conn {
         })
     }
 
+    /// [`Conn::prepare`] for a statement that only writes and runs once per
+    /// row of a large batch: on SQLite its texts are bound without a copy
+    /// ([`BorrowedStmt`]), and it is prepared afresh rather than cached.
+    pub(crate) fn prepare_write(&self, sql: &str) -> Result<Stmt<'_>> {
+        Ok(match self {
+            Conn::Sqlite(c) => Stmt::SqliteWrite(BorrowedStmt::prepare(c, sql).map_err(super::storage)?),
+            Conn::Postgres(_) => self.prepare(sql)?,
+        })
+    }
+
     /// True inside a transaction.
     pub(crate) fn in_transaction(&self) -> bool {
         match self {
@@ -695,6 +706,9 @@ impl std::ops::Deref for Tx<'_> {
 /// A prepared statement held by its caller.
 pub(crate) enum Stmt<'c> {
     Sqlite(rusqlite::CachedStatement<'c>),
+    /// A SQLite statement that writes, binding texts without copying them
+    /// (see [`Conn::prepare_write`]).
+    SqliteWrite(BorrowedStmt<'c>),
     Postgres(&'c Pg, postgres::Statement),
 }
 
@@ -708,6 +722,7 @@ impl Stmt<'_> {
     pub(crate) fn execute_raw(&mut self, params: &[Value<'_>]) -> std::result::Result<usize, EngineError> {
         match self {
             Stmt::Sqlite(s) => s.execute(rusqlite::params_from_iter(params)).map_err(EngineError::Sqlite),
+            Stmt::SqliteWrite(s) => s.execute(params).map_err(EngineError::Sqlite),
             Stmt::Postgres(pg, s) => {
                 let n = pg.client.borrow_mut().execute(&*s, &Pg::params(params));
                 n.map(|n| n as usize).map_err(|e| EngineError::Postgres(pg.failing(e)))
@@ -728,6 +743,7 @@ impl Stmt<'_> {
                     None => Ok(None),
                 }
             }
+            Stmt::SqliteWrite(_) => Err(Error::Storage("a statement prepared for writing was queried".into())),
             Stmt::Postgres(pg, s) => {
                 let row = pg.client.borrow_mut().query_opt(&*s, &Pg::params(params)).map_err(|e| pg.fail(e))?;
                 row.map(|r| f(&Row::Postgres(&r))).transpose()

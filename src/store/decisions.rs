@@ -507,14 +507,23 @@ struct Entry {
 /// that its parent and corrected decision are stored in its plan, as the
 /// next entry of its plan's chain. Nothing changes when it fails.
 fn insert_row(tx: &Conn, ledger: &mut Ledger, d: &Decision) -> Result<()> {
-    let mut insert = insert_statement(tx)?;
+    // One row: the cached statement, not a fresh one.
+    let mut insert = tx.prepare(insert_sql(tx))?;
     insert_prepared(tx, &mut insert, ledger, d, &PreparedRow::of(d))
 }
 
 /// The prepared INSERT of a decision row: hold it across the rows of a
-/// batch, since taking it from the statement cache hashes the SQL text twice.
+/// batch (it binds a row's texts without copying them).
 pub(crate) fn insert_statement(tx: &Conn) -> Result<Stmt<'_>> {
-    tx.prepare(if tx.is_postgres() { INSERT_POSTGRES } else { INSERT })
+    tx.prepare_write(insert_sql(tx))
+}
+
+fn insert_sql(tx: &Conn) -> &'static str {
+    if tx.is_postgres() {
+        INSERT_POSTGRES
+    } else {
+        INSERT
+    }
 }
 
 /// The column texts and content hash of a decision row: everything about

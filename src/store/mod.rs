@@ -31,6 +31,7 @@
 //! one transaction. Plan reads are one query per table, and graph traversal
 //! asks for a whole BFS frontier per query (see `graph`).
 
+mod borrowed;
 mod check;
 mod copy;
 pub(crate) mod db;
