@@ -439,10 +439,12 @@ pub struct TreeView<'a> {
 
 /// One decision of a [`TreeView`].
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ViewNode<'a> {
     pub decision: &'a Decision,
-    /// Its position in [`DecisionTree::decisions`], for the `*_at` lookups
-    /// that need no id hashing.
+    /// Its position in [`DecisionTree::decisions`] of the tree that made the
+    /// view, for the `*_at` lookups, which find the decision without its id
+    /// (given to another tree, they answer for another decision or panic).
     pub index: usize,
     /// Position of the parent shown in [`TreeView::nodes`]; `None` at the top level.
     pub parent: Option<usize>,

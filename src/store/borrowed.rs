@@ -11,8 +11,12 @@
 //! binding is cleared before it returns, so no pointer outlives the call.
 //!
 //! This is the crate's only `unsafe` code: the few FFI calls rusqlite has no
-//! safe form for. Errors come back as rusqlite's own, built as rusqlite
-//! builds them, so callers read them the same way.
+//! safe form for. Errors of binding and running come back as rusqlite's
+//! own, built as rusqlite builds them, so callers read them the same way
+//! (a unique violation still names its columns). A statement that does not
+//! prepare gives SQLite's message as a plain `SqliteFailure`, without
+//! rusqlite's offset into the SQL: only fixed statements of this crate come
+//! here.
 
 use std::ffi::{c_int, CStr};
 use std::marker::PhantomData;
@@ -49,28 +53,30 @@ unsafe fn error(db: *mut ffi::sqlite3, code: c_int) -> rusqlite::Error {
 impl<'c> BorrowedStmt<'c> {
     pub(crate) fn prepare(conn: &'c Connection, sql: &str) -> rusqlite::Result<Self> {
         let len = c_int::try_from(sql.len()).map_err(|_| rusqlite::Error::InvalidQuery)?;
-        // SAFETY: the handle belongs to `conn`, which the statement borrows;
-        // SQLite reads `len` bytes of `sql` and writes the statement pointer.
+        // SAFETY: the handle belongs to `conn`, which the statement borrows.
         let db = unsafe { conn.handle() };
         let mut stmt = ptr::null_mut();
+        let mut tail = ptr::null();
+        // SAFETY: SQLite reads `len` bytes of `sql` and writes the statement
+        // and the end of its text.
         let code = unsafe {
-            ffi::sqlite3_prepare_v3(
-                db,
-                sql.as_ptr().cast(),
-                len,
-                ffi::SQLITE_PREPARE_PERSISTENT,
-                &mut stmt,
-                ptr::null_mut(),
-            )
+            ffi::sqlite3_prepare_v3(db, sql.as_ptr().cast(), len, ffi::SQLITE_PREPARE_PERSISTENT, &mut stmt, &mut tail)
         };
         if code != ffi::SQLITE_OK {
             // SAFETY: `db` is open.
             return Err(unsafe { error(db, code) });
         }
-        let stmt = NonNull::new(stmt).ok_or(rusqlite::Error::InvalidQuery)?; // no statement in `sql`
-                                                                             // SAFETY: `stmt` is a live statement.
+        // No statement in `sql`: nothing to finalize.
+        let stmt = NonNull::new(stmt).ok_or(rusqlite::Error::InvalidQuery)?;
+        // SAFETY: `stmt` is a live statement (finalized by its Drop from here on).
         let params = usize::try_from(unsafe { ffi::sqlite3_bind_parameter_count(stmt.as_ptr()) }).unwrap_or(0);
-        Ok(BorrowedStmt { stmt, db, params, conn: PhantomData })
+        let prepared = BorrowedStmt { stmt, db, params, conn: PhantomData };
+        // As rusqlite: a second statement after the first is an error, not ignored.
+        let used = (tail as usize).saturating_sub(sql.as_ptr() as usize);
+        if !sql.get(used..).unwrap_or_default().trim().is_empty() {
+            return Err(rusqlite::Error::MultipleStatement);
+        }
+        Ok(prepared)
     }
 
     /// Binds `params` in place, runs the statement to its end and returns
@@ -102,9 +108,10 @@ impl<'c> BorrowedStmt<'c> {
     fn bind(&mut self, params: &[Value<'_>]) -> rusqlite::Result<()> {
         let stmt = self.stmt.as_ptr();
         for (i, value) in params.iter().enumerate() {
-            let at = (i + 1) as c_int; // at most the statement's parameter count, an int
-                                       // SAFETY: `stmt` is live; a text's bytes stay borrowed until
-                                       // `execute` clears the bindings, before `params` can go away.
+            // At most the statement's parameter count, an int.
+            let at = (i + 1) as c_int;
+            // SAFETY: `stmt` is live; a text's bytes stay borrowed until
+            // `execute` clears the bindings, before `params` can go away.
             let code = unsafe {
                 match *value {
                     Value::Null => ffi::sqlite3_bind_null(stmt, at),
