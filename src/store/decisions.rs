@@ -549,10 +549,11 @@ pub(crate) struct PreparedRow {
 impl PreparedRow {
     pub(crate) fn of(d: &Decision) -> PreparedRow {
         let mut row = PreparedRow {
-            id: d.decision_id().to_string(),
-            plan: d.plan_id().to_string(),
-            parent: d.parent_decision_id().map(|p| p.to_string()),
-            corrects: d.corrects_decision_id().map(|p| p.to_string()),
+            // `encode`, not `to_string`: no formatter for ids written by the hundred thousand.
+            id: d.decision_id().encode(&mut [0; 26]).to_owned(),
+            plan: d.plan_id().encode(&mut [0; 26]).to_owned(),
+            parent: d.parent_decision_id().map(|p| p.encode(&mut [0; 26]).to_owned()),
+            corrects: d.corrects_decision_id().map(|p| p.encode(&mut [0; 26]).to_owned()),
             alternatives: json(d.alternatives()),
             snapshot: json(d.context_snapshot()),
             artifacts: json(d.artifacts_produced()),
