@@ -204,6 +204,10 @@ impl Pending {
 trait ImportState {
     /// A parsed record, ready to be written.
     type Item: Send;
+    /// Statements prepared once for the whole import and kept across its
+    /// transactions (preparing per run of lines cost 4 % of the writer).
+    type Statements<'c>;
+    fn statements(conn: &Conn) -> Result<Self::Statements<'_>>;
     /// Parses the record `text` of input `source`; runs on the import's
     /// worker thread, so it touches no database.
     fn prepare(source: usize, text: &str) -> Result<Self::Item>;
@@ -212,6 +216,7 @@ trait ImportState {
     fn record<'a>(
         &mut self,
         tx: &Conn,
+        statements: &mut Self::Statements<'_>,
         source: usize,
         items: impl Iterator<Item = (u64, &'a Self::Item)>,
         report: &mut ImportReport,
@@ -230,6 +235,11 @@ trait ImportState {
 
 impl ImportState for Pending {
     type Item = (Decision, PreparedRow);
+    type Statements<'c> = Stmt<'c>;
+
+    fn statements(conn: &Conn) -> Result<Stmt<'_>> {
+        insert_statement(conn)
+    }
 
     fn prepare(_: usize, text: &str) -> Result<Self::Item> {
         let d = Decision::from_json(text)?;
@@ -240,13 +250,13 @@ impl ImportState for Pending {
     fn record<'a>(
         &mut self,
         tx: &Conn,
+        insert: &mut Stmt<'_>,
         _: usize,
         items: impl Iterator<Item = (u64, &'a Self::Item)>,
         report: &mut ImportReport,
     ) -> Result<()> {
-        let mut insert = insert_statement(tx)?;
         for (line, (d, row)) in items {
-            self.place(tx, &mut insert, line, d, row, report)?;
+            self.place(tx, insert, line, d, row, report)?;
         }
         Ok(())
     }
@@ -275,6 +285,11 @@ enum GraphItem {
 
 impl ImportState for GraphImport {
     type Item = GraphItem;
+    type Statements<'c> = ();
+
+    fn statements(_: &Conn) -> Result<()> {
+        Ok(())
+    }
 
     fn prepare(source: usize, text: &str) -> Result<GraphItem> {
         Ok(if source == 0 {
@@ -287,6 +302,7 @@ impl ImportState for GraphImport {
     fn record<'a>(
         &mut self,
         tx: &Conn,
+        _: &mut (),
         _: usize,
         items: impl Iterator<Item = (u64, &'a GraphItem)>,
         report: &mut ImportReport,
@@ -499,6 +515,8 @@ impl Store {
         std::thread::scope(|scope| -> Result<[ImportReport; N]> {
             // The first transaction may load an empty store without the log; later batches use it.
             let mut tx = self.begin_bulk()?;
+            // Declared after `tx`, so dropped (finalized) before it.
+            let mut statements = S::statements(&self.conn)?;
             let mut in_batch = 0u64;
             // The source whose record opened the current batch is credited with its commit.
             let mut owner = 0;
@@ -582,7 +600,7 @@ impl Store {
                     reports[source].lines += run.len() as u64;
                     let items =
                         run.iter().map(|(line, item)| (*line, item.as_ref().expect("a run holds parsed lines")));
-                    state.record(&tx, source, items, &mut reports[source]).map_err(name_it(source))?;
+                    state.record(&tx, &mut statements, source, items, &mut reports[source]).map_err(name_it(source))?;
                     in_batch += run.len() as u64;
                     if in_batch == batch {
                         state.before_commit(&tx)?;
