@@ -743,6 +743,27 @@ fn tree_jsonl_flattens_the_nested_json_in_both_views() {
     }
 }
 
+/// `tree --format json` and `jsonl` write their nodes by hand: a chosen
+/// option of any text comes out as the same string.
+#[test]
+fn tree_json_carries_any_chosen_option_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let odd = "quote \" backslash \\ newline \n tab \t bell \u{7} é \u{1F600} </script>";
+    let plan = PlanBuilder::new().root(odd).child("a child", odd, DecisionType::ToolInvocation).build().unwrap();
+    Store::open(&db).unwrap().insert_many(plan.decisions()).unwrap();
+    let plan_id = plan.decisions()[0].plan_id().to_string();
+    let nested: Value = serde_json::from_str(&ok(&["tree", s(&db), &plan_id, "--format", "json"])).unwrap();
+    assert_eq!(nested["roots"][0]["chosen_option"], odd);
+    assert_eq!(nested["roots"][0]["children"][0]["depth"], 1);
+    let lines: Vec<Value> = ok(&["tree", s(&db), &plan_id, "--format", "jsonl"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["chosen_option"], odd);
+    assert_eq!(lines[1]["parent"], lines[0]["decision_id"]);
+}
+
 /// An anchor pins an entry in the middle of a plan's chain: removing that
 /// entry fails the anchor even though later entries follow.
 #[test]
