@@ -150,13 +150,17 @@ pub fn store_digest<'a>(heads: impl IntoIterator<Item = (&'a str, u64, &'a Hash)
 
 /// Lower-case hex, as stored in the file.
 pub fn to_hex(hash: &Hash) -> String {
+    hex_into(hash, &mut [0; 64]).to_owned()
+}
+
+/// [`to_hex`] written into `buf`, without an allocation.
+pub(crate) fn hex_into<'b>(hash: &Hash, buf: &'b mut [u8; 64]) -> &'b str {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(64);
-    for b in hash {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 15)] as char);
+    for (pair, b) in buf.chunks_exact_mut(2).zip(hash) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 15)];
     }
-    s
+    std::str::from_utf8(buf).expect("hex digits are ASCII")
 }
 
 /// Parses 64 hex digits.
