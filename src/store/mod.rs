@@ -833,7 +833,7 @@ mod tests {
             decisions::PLAN_LINKS,
             decisions::PLAN_OF,
             decisions::LINK_OF,
-            decisions::REACHES,
+            decisions::NEXT_OF,
         ];
         for sql in queries {
             let mut stmt = store.sqlite().unwrap().prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
