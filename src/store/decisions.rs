@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::column_json::ColumnJson;
 use super::db::{vals, Conn, EngineError, Row, Stmt};
 use super::integrity::{self, Anchor, AnchorScope, Field, Hash};
 use super::Store;
@@ -568,8 +569,14 @@ impl RowTexts {
         self.end(which);
     }
 
-    fn push_json<T: Serialize + ?Sized>(&mut self, which: RowText, v: &T) {
-        serde_json::to_writer(&mut self.bytes, v).expect("in-memory values always serialize");
+    fn push_json<T: ColumnJson + Serialize + ?Sized>(&mut self, which: RowText, v: &T) {
+        let start = self.bytes.len();
+        v.write_json(&mut self.bytes);
+        debug_assert_eq!(
+            std::str::from_utf8(&self.bytes[start..]),
+            Ok(&*serde_json::to_string(v).expect("in-memory values always serialize")),
+            "column_json and serde_json disagree"
+        );
         self.end(which);
     }
 
@@ -592,7 +599,9 @@ impl PreparedRow {
         texts.push_json(RowText::Artifacts, d.artifacts_produced());
         texts.push_json(RowText::DownstreamDecisions, d.downstream_decision_ids());
         texts.push_json(RowText::DownstreamPlans, d.downstream_plan_ids());
-        texts.push_json(RowText::Metadata, d.metadata());
+        // Any JSON value: serde_json's own writer.
+        serde_json::to_writer(&mut texts.bytes, d.metadata()).expect("in-memory values always serialize");
+        texts.end(RowText::Metadata);
         let mut row = PreparedRow {
             text: String::from_utf8(texts.bytes).expect("ids and serde_json's output are UTF-8"),
             ends: texts.ends,

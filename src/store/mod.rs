@@ -33,6 +33,7 @@
 
 mod borrowed;
 mod check;
+mod column_json;
 mod copy;
 pub(crate) mod db;
 mod decisions;
