@@ -6,7 +6,6 @@
 //! per `batch` lines. A bad line fails the import with its line number; in
 //! one-transaction mode the store is then exactly as it was.
 
-use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::ops::Range;
 use std::sync::mpsc;
@@ -17,7 +16,7 @@ use super::db::{Conn, Stmt};
 use super::decisions::{get_in, insert_prepared, insert_statement, link_supersession, Ledger, PreparedRow};
 use super::graph::{upsert_edges_in, upsert_nodes_in};
 use super::Store;
-use crate::decision::{Decision, DecisionId, PlanId};
+use crate::decision::{Decision, DecisionId, IdMap, PlanId};
 use crate::error::{Error, Result};
 use crate::uko::{UkoEdge, UkoNode};
 
@@ -188,9 +187,9 @@ fn without_link(d: &Decision) -> serde_json::Value {
 #[derive(Default)]
 struct Pending {
     /// Missing parent or corrected id -> records waiting for it (with their line).
-    waiting: HashMap<DecisionId, Vec<(u64, Decision, PreparedRow)>>,
+    waiting: IdMap<DecisionId, Vec<(u64, Decision, PreparedRow)>>,
     /// Missing superseding id -> (line, superseded id).
-    links: HashMap<DecisionId, Vec<(u64, DecisionId)>>,
+    links: IdMap<DecisionId, Vec<(u64, DecisionId)>>,
     /// Chain heads and counts of the open transaction.
     ledger: Ledger,
 }
