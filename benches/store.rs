@@ -9,6 +9,14 @@
 mod baseline;
 mod workload;
 
+// The allocator both shipped forms of the library run with (`dstore` and
+// the Python package), so the library is measured as it ships; the floor,
+// in the same process, gets it too. With glibc's malloc the import's parser
+// thread, which decodes each decision into owned strings, becomes its
+// slowest part (BENCHMARKS.md gives both figures).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::Command;
