@@ -58,27 +58,34 @@ fn array<T>(out: &mut Vec<u8>, items: &[T], mut item: impl FnMut(&mut Vec<u8>, &
     out.push(b']');
 }
 
+/// `{"key":value,...}` of text fields, keys in the order given (the
+/// fields' declaration order, as serde derives it); `None` is `null`.
+fn object(out: &mut Vec<u8>, fields: &[(&str, Option<&str>)]) {
+    for (i, (key, value)) in fields.iter().enumerate() {
+        out.extend_from_slice(if i == 0 { b"{\"" } else { b",\"" });
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(b"\":");
+        opt_string(out, *value);
+    }
+    out.push(b'}');
+}
+
 impl ColumnJson for [Alternative] {
     fn write_json(&self, out: &mut Vec<u8>) {
-        array(out, self, |out, a| {
-            out.extend_from_slice(b"{\"option\":");
-            string(out, a.option());
-            out.extend_from_slice(b",\"rationale\":");
-            opt_string(out, a.rationale());
-            out.push(b'}');
-        });
+        array(out, self, |out, a| object(out, &[("option", Some(a.option())), ("rationale", a.rationale())]));
     }
 }
 
 impl ColumnJson for ResourceRef {
     fn write_json(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"resource_id\":");
-        string(out, self.resource_id());
-        out.extend_from_slice(b",\"resource_type\":");
-        opt_string(out, self.resource_type());
-        out.extend_from_slice(b",\"version\":");
-        opt_string(out, self.version());
-        out.push(b'}');
+        object(
+            out,
+            &[
+                ("resource_id", Some(self.resource_id())),
+                ("resource_type", self.resource_type()),
+                ("version", self.version()),
+            ],
+        );
     }
 }
 
@@ -97,11 +104,7 @@ impl ColumnJson for ContextSnapshot {
 impl ColumnJson for [ArtifactRef] {
     fn write_json(&self, out: &mut Vec<u8>) {
         array(out, self, |out, a| {
-            out.extend_from_slice(b"{\"artifact_path\":");
-            string(out, a.artifact_path());
-            out.extend_from_slice(b",\"content_hash\":");
-            opt_string(out, a.content_hash());
-            out.push(b'}');
+            object(out, &[("artifact_path", Some(a.artifact_path())), ("content_hash", a.content_hash())]);
         });
     }
 }

@@ -1195,3 +1195,26 @@ pub struct DecisionCounts {
     pub supersessions: u64,
     pub by_type: std::collections::BTreeMap<DecisionType, u64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_inserts_are_remembered_for_at_least_one_generation() {
+        let plan = PlanId::generate();
+        let ids: Vec<DecisionId> = (0..2 * RECENT + 1).map(|_| DecisionId::generate()).collect();
+        let mut recent = Recent::default();
+        for (depth, &id) in ids.iter().enumerate() {
+            recent.insert(id, plan, depth as i64);
+        }
+        // The last insert started a third generation: the first is forgotten,
+        // everything of the second and third is still known.
+        assert_eq!(recent.get(&ids[RECENT - 1]), None);
+        for (depth, id) in ids.iter().enumerate().skip(RECENT) {
+            assert_eq!(recent.get(id), Some(&(plan, depth as i64)));
+        }
+        recent.clear();
+        assert_eq!(recent.get(&ids[2 * RECENT]), None);
+    }
+}
