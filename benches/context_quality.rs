@@ -31,8 +31,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use decision_store::ingest::{IngestOptions, CODE_RELATIONS};
 use decision_store::projection::{Cl100k, Depth, DepthBreadthProjector, ProjectionSpec, TokenCounter};
-use decision_store::store::{IngestOptions, CODE_RELATIONS};
 use decision_store::uko::Direction;
 use decision_store::Store;
 

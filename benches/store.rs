@@ -23,8 +23,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
+use decision_store::ingest::IngestOptions;
 use decision_store::projection::{Cl100k, Depth, DepthBreadthProjector, ProjectionSpec};
-use decision_store::store::{ImportOptions, IngestOptions};
+use decision_store::store::ImportOptions;
 use decision_store::{PlanId, Store};
 
 fn reader(path: &Path) -> BufReader<std::fs::File> {

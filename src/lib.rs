@@ -10,7 +10,11 @@
 //! - [`uko`]: graph nodes and edges; [`projection`]: depth/breadth
 //!   projection of context from the graph; [`inheritance`]: a child plan's
 //!   skeleton of its parent's context.
-//! - [`exchange`]: JSON Lines import and export in the interchange format.
+//! - [`hash`]: SHA-256 values and their `sha256:` text.
+//! - [`ingest`] (feature `ingest`): source trees into the graph.
+//!
+//! Import and export in the interchange format are methods of [`Store`]
+//! (`import_decisions`, `export_decisions`, `import_graph`, `export_graph`).
 //!
 //! ```
 //! use decision_store::{Decision, DecisionType, PlanId, Store};
@@ -28,7 +32,8 @@
 pub mod calibration;
 pub mod decision;
 pub mod error;
-pub mod exchange;
+pub mod hash;
+#[cfg(feature = "ingest")]
 pub mod ingest;
 pub mod inheritance;
 pub mod projection;

@@ -559,6 +559,7 @@ pub struct TempStore {
 }
 
 /// A throwaway schema on a PostgreSQL server.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 #[derive(Debug)]
 struct TempSchema {
     /// The server's URL, as given.
@@ -592,6 +593,7 @@ impl TempStore {
     /// # Errors
     /// [`Error::Connect`] when the server cannot be reached or refuses to
     /// create the schema.
+    #[cfg(feature = "postgres")]
     pub fn on_server(server_url: &str) -> Result<TempStore> {
         let schema = format!("dstore_test_{}", ulid::Ulid::new().to_string().to_lowercase());
         admin(server_url, &format!("CREATE SCHEMA {schema}"))?;
@@ -625,7 +627,10 @@ impl TempStore {
             url: String::new(),
             reason: format!("{BACKEND_VAR}=postgres needs {POSTGRES_URL_VAR}"),
         })?;
-        TempStore::on_server(&url)
+        #[cfg(feature = "postgres")]
+        return TempStore::on_server(&url);
+        #[cfg(not(feature = "postgres"))]
+        Err(Error::Connect { url, reason: "decision-store was built without its `postgres` feature".into() })
     }
 
     /// The URL of the store's schema on the server, `None` for a file.
@@ -651,7 +656,10 @@ impl TempStore {
     pub fn store(&mut self) -> Result<&mut Store> {
         if self.store.is_none() {
             self.store = Some(match &self.server {
+                #[cfg(feature = "postgres")]
                 Some(s) => Store::connect(&s.url)?,
+                #[cfg(not(feature = "postgres"))]
+                Some(_) => unreachable!("a schema on a server is made by on_server only"),
                 None => Store::open(&self.path)?,
             });
         }
@@ -679,8 +687,11 @@ impl Drop for TempStore {
         if let Some(s) = &self.server {
             if self.keep_on_failure && std::thread::panicking() {
                 eprintln!("decision-store: kept the failed test's store at {}", s.url);
-            } else if let Err(e) = admin(&s.server, &format!("DROP SCHEMA {} CASCADE", s.schema)) {
-                eprintln!("decision-store: could not drop the test schema {}: {e}", s.schema);
+            } else {
+                #[cfg(feature = "postgres")]
+                if let Err(e) = admin(&s.server, &format!("DROP SCHEMA {} CASCADE", s.schema)) {
+                    eprintln!("decision-store: could not drop the test schema {}: {e}", s.schema);
+                }
             }
             return;
         }
@@ -694,6 +705,7 @@ impl Drop for TempStore {
 }
 
 /// Runs one statement on the server as the URL's user.
+#[cfg(feature = "postgres")]
 fn admin(server_url: &str, sql: &str) -> Result<()> {
     let fail = |e: postgres::Error| Error::Connect { url: server_url.to_owned(), reason: e.to_string() };
     let mut client = postgres::Client::connect(server_url, postgres::NoTls).map_err(fail)?;

@@ -176,13 +176,20 @@ fn unresolved_references_are_named_and_batches_already_committed_stay() {
     let file = demo.path("orphans.jsonl");
     std::fs::write(&file, kept.join("\n")).unwrap();
     let db = demo.path("partial.db");
-    fails(&["import", s(&db), s(&file)], 2, "neither in the input nor in the store");
+    fails(&["import", s(&db), s(&file), "--atomic"], 2, "neither in the input nor in the store");
     assert_eq!(ok(&["export", s(&db)]), "", "one transaction: nothing stays");
-    let r = dstore(&["import", s(&db), s(&file), "--batch", "2"]);
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("line "), "{}", r.stderr);
-    // The subplan does not depend on the missing root: its 4 decisions were committed.
-    assert_eq!(ok(&["export", s(&db)]).lines().count(), 4);
+    let both = dstore(&["import", s(&db), s(&file), "--atomic", "--batch", "2"]);
+    assert!(both.code == 2 && both.stderr.contains("cannot be used with"), "{}", both.stderr);
+    for batch in [&[][..], &["--batch", "2"][..]] {
+        let fresh = demo.path(&format!("partial{}.db", batch.len()));
+        let mut args = vec!["import", s(&fresh), s(&file)];
+        args.extend_from_slice(batch);
+        let r = dstore(&args);
+        assert_eq!(r.code, 2);
+        assert!(r.stderr.contains("line ") && r.stderr.contains("neither in the input"), "{}", r.stderr);
+        // The subplan does not depend on the missing root: its 4 decisions were committed.
+        assert_eq!(ok(&["export", s(&fresh)]).lines().count(), 4, "{batch:?}");
+    }
 }
 
 #[test]

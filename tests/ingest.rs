@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use common::{dstore, ok, s};
+use decision_store::ingest::IngestOptions;
 use decision_store::projection::{Cl100k, Depth, DepthBreadthProjector, ProjectionSpec};
 use decision_store::stale::StaleOptions;
-use decision_store::store::IngestOptions;
 use decision_store::uko::Direction;
 use decision_store::{Decision, DecisionType, PlanId, Store};
 

@@ -468,7 +468,7 @@ fn a_version_1_store_needs_an_upgrade_to_be_read_and_upgrades_with_hashes() {
     let copy = dir.path().join("v1.db");
     std::fs::copy(fixture("v1-demo.db"), &copy).unwrap();
     let before = std::fs::read(&copy).unwrap();
-    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 8, .. })));
+    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 9, .. })));
     let r = dstore(&["info", s(&copy)]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("older") && r.stderr.contains("dstore init"), "{}", r.stderr);
@@ -510,8 +510,8 @@ fn schema_of(path: &Path) -> Vec<(String, String, String)> {
 }
 
 #[test]
-fn stores_of_versions_2_to_7_upgrade_without_rewriting_a_row() {
-    for version in [2, 3, 4, 5, 6, 7] {
+fn stores_of_versions_2_to_8_upgrade_without_rewriting_a_row() {
+    for version in [2, 3, 4, 5, 6, 7, 8] {
         upgrades_without_rewriting_a_row(version);
     }
 }
@@ -534,7 +534,7 @@ fn upgrades_without_rewriting_a_row(version: i64) {
     let before = rows(&copy);
     assert_eq!(before.len(), 17);
     match Store::open_read_only(&copy) {
-        Err(Error::NeedsUpgrade { found, supported: 8, .. }) if found == version => {}
+        Err(Error::NeedsUpgrade { found, supported: 9, .. }) if found == version => {}
         other => panic!("v{version}: {other:?}"),
     }
     // Taken by the binary of that version, which wrote the fixture.
@@ -699,11 +699,11 @@ fn import_errors_come_in_input_order_across_the_worker_chunks() {
     let err = store.import_decisions(bad.as_slice(), ImportOptions::default(), |_| {}).unwrap_err().to_string();
     assert!(err.starts_with("line 300: ") && err.contains("UTF-8"), "{err}");
     assert_eq!(store.decision_counts().unwrap().decisions, 0);
-    let batched = ImportOptions { batch: Some(100) };
+    let batched = ImportOptions::every(100);
     assert!(store.import_decisions(bad.as_slice(), batched, |_| {}).is_err());
     assert_eq!(store.decision_counts().unwrap().decisions, 200, "the committed batches stay");
     // A batch that fills up on the line before the bad one is committed too.
-    let exact = ImportOptions { batch: Some(299) };
+    let exact = ImportOptions::every(299);
     let err = store.import_decisions(bad.as_slice(), exact, |_| {}).unwrap_err().to_string();
     assert!(err.starts_with("line 300: "), "{err}");
     assert_eq!(store.decision_counts().unwrap().decisions, 299);

@@ -432,7 +432,9 @@ fn import_text(
     text: &[u8],
     batch: Option<usize>,
 ) -> decision_store::Result<decision_store::store::ImportReport> {
-    store.import_decisions(text, ImportOptions { batch }, |_| {})
+    // `None`: one transaction, so that a failure leaves nothing behind.
+    let options = batch.map_or_else(ImportOptions::atomic, ImportOptions::every);
+    store.import_decisions(text, options, |_| {})
 }
 
 /// A store holding one plan, and its dump.
@@ -509,9 +511,9 @@ proptest! {
         let mut lines: Vec<String> = edges.iter().map(|(s, t, r)| format!("{{\"source\":\"n{s}\",\"target\":\"n{t}\",\"relation\":\"{r}\",\"weight\":1.5}}")).collect();
         let at = bad.min(lines.len());
         lines.insert(at, "{\"source\": \"n0\", \"target\":".into());
-        let result = temp.store().unwrap().import_graph(&b""[..], lines.join("\n").as_bytes(), ImportOptions::default(), |_| {});
+        let result = temp.store().unwrap().import_graph(&b""[..], lines.join("\n").as_bytes(), ImportOptions::atomic(), |_| {});
         prop_assert!(
-            matches!(&result, Err(Error::Input { name: "edges", source }) if matches!(**source, Error::Line { .. })),
+            matches!(&result, Err(Error::Input { name: "edges", error }) if matches!(**error, Error::Line { .. })),
             "{result:?}"
         );
         prop_assert_eq!(dump_graph(temp.reopen().unwrap()), before);
@@ -698,7 +700,7 @@ fn damaged_and_foreign_files_get_their_own_errors_and_stay_untouched() {
             Store::open(&path).and_then(|s| s.check().map(|p| (s, p))),
         ] {
             match result {
-                Err(e) => assert!(matches!(e, Error::NotSqlite { .. } | Error::Corrupt(_)), "cut {cut}: {e:?}"),
+                Err(e) => assert!(matches!(e, Error::NotSqlite { .. } | Error::Damaged(_)), "cut {cut}: {e:?}"),
                 Ok((_, problems)) => assert!(!problems.is_empty(), "cut {cut}: a truncated file checks clean"),
             }
         }

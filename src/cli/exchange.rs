@@ -4,7 +4,8 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
-use decision_store::store::{ImportOptions, ImportReport, IngestOptions};
+use decision_store::ingest::IngestOptions;
+use decision_store::store::{Commit, ImportOptions, ImportReport};
 
 use super::{open_read, open_write, parse_plan, render, stderr_is_terminal, CmdResult, Failure};
 
@@ -44,14 +45,19 @@ fn clear_progress() {
     }
 }
 
-fn options(batch: Option<u64>) -> ImportOptions {
-    ImportOptions { batch: batch.map(|b| usize::try_from(b).unwrap_or(usize::MAX)) }
+fn options(args: &super::CommitArgs) -> ImportOptions {
+    let commit = match (args.batch, args.atomic) {
+        (_, true) => Commit::Atomic,
+        (Some(n), false) => Commit::Every(usize::try_from(n).unwrap_or(usize::MAX)),
+        (None, false) => Commit::Bounded,
+    };
+    ImportOptions { commit }
 }
 
-pub fn import(db: &Path, file: &Path, batch: Option<u64>) -> CmdResult {
+pub fn import(db: &Path, file: &Path, commit: &super::CommitArgs) -> CmdResult {
     let (reader, size) = input(file)?;
     let mut store = open_write(db)?;
-    let result = store.import_decisions(reader, options(batch), progress(size));
+    let result = store.import_decisions(reader, options(commit), progress(size));
     clear_progress();
     let report = result.map_err(|e| Failure::from(e).with_prefix(file))?;
     eprintln!("dstore: {}: {report}", file.display());
@@ -80,12 +86,12 @@ pub fn copy(src: &Path, dst: &Path, format: super::Format) -> CmdResult {
     Ok(0)
 }
 
-pub fn import_graph(db: &Path, nodes: &Path, edges: &Path, batch: Option<u64>) -> CmdResult {
+pub fn import_graph(db: &Path, nodes: &Path, edges: &Path, commit: &super::CommitArgs) -> CmdResult {
     let (n, n_size) = input(nodes)?;
     let (e, e_size) = input(edges)?;
     let mut store = open_write(db)?;
     let total = n_size.zip(e_size).map(|(a, b)| a + b);
-    let result = store.import_graph(n, e, options(batch), progress(total));
+    let result = store.import_graph(n, e, options(commit), progress(total));
     clear_progress();
     let (nr, er) = result
         .map_err(|e| Failure::from(e).with_prefix(Path::new(&format!("{} / {}", nodes.display(), edges.display()))))?;

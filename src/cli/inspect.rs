@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::Path;
 
-use decision_store::store::{integrity, Anchor, AnchorScope, Problem};
+use decision_store::hash;
+use decision_store::store::{Anchor, AnchorScope, Problem};
 use decision_store::{Decision, DecisionId, DecisionTree, Phase, TreeView, ViewNode};
 use serde::Serialize;
 
@@ -652,7 +653,7 @@ impl DigestLine {
             AnchorScope::Store => "store".to_owned(),
             AnchorScope::Plan(p) => p.clone(),
         };
-        DigestLine { scope, entries: a.entries, head: integrity::to_hex(&a.hash), anchor: a.to_string() }
+        DigestLine { scope, entries: a.entries, head: hash::to_hex(&a.hash), anchor: a.to_string() }
     }
 }
 

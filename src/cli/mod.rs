@@ -48,6 +48,19 @@ pub enum TreeFormat {
     Mermaid,
 }
 
+/// When an import commits.
+#[derive(Debug, clap::Args)]
+pub struct CommitArgs {
+    /// Commit every N lines (by default every few thousand, so that other
+    /// writers never wait long for the import).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "atomic")]
+    batch: Option<u64>,
+    /// One transaction for the whole input: a bad line leaves the store as
+    /// it was. Other writers wait for the import meanwhile.
+    #[arg(long)]
+    atomic: bool,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Write a realistic sample store (two plans and a code graph) and show it.
@@ -62,17 +75,16 @@ enum Command {
     Import {
         db: PathBuf,
         file: PathBuf,
-        /// Commit every N lines instead of once for the whole file.
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-        batch: Option<u64>,
+        #[command(flatten)]
+        commit: CommitArgs,
     },
     /// Import a UKO graph from two JSON Lines files.
     ImportGraph {
         db: PathBuf,
         nodes: PathBuf,
         edges: PathBuf,
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-        batch: Option<u64>,
+        #[command(flatten)]
+        commit: CommitArgs,
     },
     /// Write decisions as JSON Lines to stdout, by plan then sequence.
     Export {
@@ -232,8 +244,8 @@ pub fn run(cli: Cli) -> CmdResult {
     match cli.command {
         Command::Demo { db } => demo::run(&db),
         Command::Init { db } => exchange::init(&db),
-        Command::Import { db, file, batch } => exchange::import(&db, &file, batch),
-        Command::ImportGraph { db, nodes, edges, batch } => exchange::import_graph(&db, &nodes, &edges, batch),
+        Command::Import { db, file, commit } => exchange::import(&db, &file, &commit),
+        Command::ImportGraph { db, nodes, edges, commit } => exchange::import_graph(&db, &nodes, &edges, &commit),
         Command::Export { db, plan } => exchange::export(&db, plan.as_deref()),
         Command::Ingest { db, path, max_file_bytes, format } => exchange::ingest(&db, &path, max_file_bytes, format),
         Command::ExportGraph { db, nodes, edges } => exchange::export_graph(&db, &nodes, &edges),

@@ -12,14 +12,14 @@
 //! `docs/ingest.md` lists the URIs and views of each language.
 
 mod python;
+pub(crate) mod resolve;
 mod rust;
+pub(crate) mod walk;
 
 use std::path::Path;
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
-use crate::store::integrity::to_hex;
 use crate::uko::{NodeView, UkoNode};
 
 /// The domain of every ingested node.
@@ -47,6 +47,68 @@ impl Language {
     }
 }
 
+/// The relations `ingest` derives (and so owns between ingested nodes).
+pub const CODE_RELATIONS: [&str; 6] = ["contains", "imports", "calls", "inherits", "implements", "references"];
+
+/// How [`Store::ingest`](crate::Store::ingest) reads a tree.
+#[derive(Clone, Copy, Debug)]
+pub struct IngestOptions {
+    /// Files larger than this are skipped (and reported).
+    pub max_file_bytes: u64,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions { max_file_bytes: 1 << 20 }
+    }
+}
+
+/// A file `ingest` could not take, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SkippedFile {
+    /// Relative to the root, or the walker's path when it named one.
+    pub path: String,
+    pub reason: String,
+}
+
+/// What [`Store::ingest`](crate::Store::ingest) did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct IngestReport {
+    /// Source files found (Python and Rust).
+    pub files: u64,
+    /// New or changed files, parsed.
+    pub parsed: u64,
+    pub unchanged: u64,
+    /// Files stored before and gone from the tree now: their nodes went.
+    pub removed_files: u64,
+    pub nodes_added: u64,
+    pub nodes_changed: u64,
+    pub nodes_removed: u64,
+    pub edges_added: u64,
+    pub edges_removed: u64,
+    /// The files parsed (new or changed), relative to the root.
+    pub parsed_files: Vec<String>,
+    /// The files gone from the tree whose nodes were removed, as `project://` URIs.
+    pub removed: Vec<String>,
+    /// Files parsed with syntax errors: what tree-sitter recovered is ingested.
+    pub parse_errors: Vec<String>,
+    /// Files not read: too large, unreadable, not UTF-8, a symlink loop. A
+    /// skipped file that was ingested before keeps its nodes.
+    pub skipped: Vec<SkippedFile>,
+    /// Write transactions that stored the changes (none when nothing changed).
+    pub batches: u64,
+}
+
+impl IngestReport {
+    /// True when the store was not changed.
+    pub fn is_unchanged(&self) -> bool {
+        self.parsed == 0
+            && self.removed_files == 0
+            && self.nodes_added + self.nodes_changed + self.nodes_removed == 0
+            && self.edges_added + self.edges_removed == 0
+    }
+}
+
 /// A name a definition refers to, resolved into an edge at each ingest.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Reference {
@@ -70,8 +132,7 @@ pub struct FileGraph {
 
 /// `sha256:` and the hex SHA-256 of `bytes`: the version of a file or a definition.
 pub fn content_version(bytes: &[u8]) -> String {
-    let digest: [u8; 32] = Sha256::digest(bytes).into();
-    format!("sha256:{}", to_hex(&digest))
+    crate::hash::version_of(bytes)
 }
 
 /// The file's URI: `project://` and its path relative to the root, with `/`.

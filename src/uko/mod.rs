@@ -112,17 +112,15 @@ impl UkoNode {
 /// content's length in bytes (8 bytes, big-endian) and the content. Any change
 /// of a view changes it; the order the views were given in does not.
 pub fn views_version<'a>(views: impl IntoIterator<Item = &'a NodeView>) -> String {
-    use sha2::{Digest, Sha256};
     let mut sorted: Vec<&NodeView> = views.into_iter().collect();
     sorted.sort_by_key(|v| v.depth);
-    let mut h = Sha256::new();
+    let mut h = crate::hash::Hasher::default();
     for v in sorted {
         h.update(v.depth.to_be_bytes());
         h.update((v.content.len() as u64).to_be_bytes());
         h.update(v.content.as_bytes());
     }
-    let digest: [u8; 32] = h.finalize().into();
-    format!("sha256:{}", crate::store::integrity::to_hex(&digest))
+    crate::hash::version_text(&h.finish())
 }
 
 /// A directed edge (interchange shape).

@@ -16,55 +16,21 @@
 //! fixed byte strings, so another backend or a script in any language
 //! computes the same hashes from the same values (see `docs/integrity.md`).
 
-use rusqlite::functions::FunctionFlags;
-use rusqlite::types::ValueRef;
-use rusqlite::Connection;
-use sha2::{Digest, Sha256};
-
 use crate::error::{Error, Result};
-
-/// A raw SHA-256 value.
-pub type Hash = [u8; 32];
+use crate::hash::{from_hex, to_hex, Hash, Hasher};
+use crate::store::engine::sqlite::ScalarFunction;
+use crate::store::engine::ValueRef as Field;
 
 /// The value before a plan's first entry.
-pub const GENESIS: Hash = [0; 32];
+pub(crate) const GENESIS: Hash = [0; 32];
 
 const DECISION_TAG: &[u8] = b"dstore/decision/v1\n";
 const SUPERSESSION_TAG: &[u8] = b"dstore/supersession/v1\n";
 const LINK_TAG: &[u8] = b"dstore/link/v1\n";
 const STORE_TAG: &[u8] = b"dstore/store/v1\n";
 
-/// One column value in the canonical encoding.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Field<'a> {
-    Null,
-    Int(i64),
-    Real(f64),
-    Text(&'a str),
-    Blob(&'a [u8]),
-}
-
-impl<'a> From<ValueRef<'a>> for Field<'a> {
-    fn from(v: ValueRef<'a>) -> Self {
-        match v {
-            ValueRef::Null => Field::Null,
-            ValueRef::Integer(i) => Field::Int(i),
-            ValueRef::Real(r) => Field::Real(r),
-            // Text that is not UTF-8 is hashed as its bytes: it can only come from outside the library.
-            ValueRef::Text(t) => std::str::from_utf8(t).map_or(Field::Blob(t), Field::Text),
-            ValueRef::Blob(b) => Field::Blob(b),
-        }
-    }
-}
-
-impl<'a> From<Option<&'a str>> for Field<'a> {
-    fn from(v: Option<&'a str>) -> Self {
-        v.map_or(Field::Null, Field::Text)
-    }
-}
-
 /// Appends one field: a type byte, then a fixed-width or length-prefixed value.
-fn encode(h: &mut Sha256, f: Field<'_>) {
+fn encode(h: &mut Hasher, f: Field<'_>) {
     match f {
         Field::Null => h.update([0]),
         Field::Int(i) => {
@@ -109,70 +75,43 @@ pub(crate) const DECISION_COLUMNS: [&str; 15] = [
 
 /// SHA-256 of a decision row's canonical encoding (`fields` in [`DECISION_COLUMNS`] order).
 pub(crate) fn decision_hash(fields: &[Field<'_>; 15]) -> Hash {
-    let mut h = Sha256::new();
+    let mut h = Hasher::default();
     h.update(DECISION_TAG);
     for &f in fields {
         encode(&mut h, f);
     }
-    h.finalize().into()
+    h.finish()
 }
 
 /// SHA-256 of a supersession row: its plan, the replaced and the replacing decision.
 pub(crate) fn supersession_hash(plan_id: Field<'_>, decision_id: Field<'_>, superseded_by: Field<'_>) -> Hash {
-    let mut h = Sha256::new();
+    let mut h = Hasher::default();
     h.update(SUPERSESSION_TAG);
     for f in [plan_id, decision_id, superseded_by] {
         encode(&mut h, f);
     }
-    h.finalize().into()
+    h.finish()
 }
 
 /// The chain hash of an entry: the previous entry's chain hash, then this entry's content hash.
-pub fn link(previous: &Hash, content: &Hash) -> Hash {
-    let mut h = Sha256::new();
+pub(crate) fn link(previous: &Hash, content: &Hash) -> Hash {
+    let mut h = Hasher::default();
     h.update(LINK_TAG);
     h.update(previous);
     h.update(content);
-    h.finalize().into()
+    h.finish()
 }
 
 /// The store digest over plan heads `(plan_id, entries, head)`, given in plan id order.
-pub fn store_digest<'a>(heads: impl IntoIterator<Item = (&'a str, u64, &'a Hash)>) -> Hash {
-    let mut h = Sha256::new();
+pub(crate) fn store_digest<'a>(heads: impl IntoIterator<Item = (&'a str, u64, &'a Hash)>) -> Hash {
+    let mut h = Hasher::default();
     h.update(STORE_TAG);
     for (plan, entries, head) in heads {
         encode(&mut h, Field::Text(plan));
         h.update(entries.to_be_bytes());
         h.update(head);
     }
-    h.finalize().into()
-}
-
-/// Lower-case hex, as stored in the file.
-pub fn to_hex(hash: &Hash) -> String {
-    hex_into(hash, &mut [0; 64]).to_owned()
-}
-
-/// [`to_hex`] written into `buf`, without an allocation.
-pub(crate) fn hex_into<'b>(hash: &Hash, buf: &'b mut [u8; 64]) -> &'b str {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (pair, b) in buf.chunks_exact_mut(2).zip(hash) {
-        pair[0] = DIGITS[usize::from(b >> 4)];
-        pair[1] = DIGITS[usize::from(b & 15)];
-    }
-    std::str::from_utf8(buf).expect("hex digits are ASCII")
-}
-
-/// Parses 64 hex digits.
-pub fn from_hex(text: &str) -> Option<Hash> {
-    if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
+    h.finish()
 }
 
 /// What an anchor pins: a plan's first entries, or the store log's first entries.
@@ -225,48 +164,47 @@ impl std::str::FromStr for Anchor {
     }
 }
 
-/// Registers `dstore_decision_hash(15 columns)`, `dstore_supersession_hash(plan, id, by)`
-/// and `dstore_link(previous_hex_or_null, content_hex)` on a connection: the
-/// migration that adds the hashes and `check` compute with the same code as inserts.
-pub(crate) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
-    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
-    conn.create_scalar_function("dstore_decision_hash", 15, flags, |ctx| {
-        let mut fields = [Field::Null; 15];
-        for (i, f) in fields.iter_mut().enumerate() {
-            *f = ctx.get_raw(i).into();
-        }
-        Ok(to_hex(&decision_hash(&fields)))
-    })?;
-    conn.create_scalar_function("dstore_supersession_hash", 3, flags, |ctx| {
-        Ok(to_hex(&supersession_hash(ctx.get_raw(0).into(), ctx.get_raw(1).into(), ctx.get_raw(2).into())))
-    })?;
-    conn.create_scalar_function("dstore_link", 2, flags, |ctx| {
-        let previous = match ctx.get_raw(0) {
-            ValueRef::Null => GENESIS,
-            v => v.as_str().ok().and_then(from_hex).ok_or_else(|| {
-                rusqlite::Error::UserFunctionError("dstore_link: the previous hash is not 64 hex digits".into())
-            })?,
-        };
-        let content = ctx.get_raw(1).as_str().ok().and_then(from_hex).ok_or_else(|| {
-            rusqlite::Error::UserFunctionError("dstore_link: the content hash is not 64 hex digits".into())
-        })?;
-        Ok(to_hex(&link(&previous, &content)))
-    })?;
-    Ok(())
-}
+/// `dstore_decision_hash(15 columns)`, `dstore_supersession_hash(plan, id, by)`
+/// and `dstore_link(previous_hex_or_null, content_hex)`, registered on every
+/// SQLite connection: the migration that adds the hashes computes with the
+/// same code as inserts and `check`.
+pub(crate) const FUNCTIONS: [ScalarFunction; 3] = [
+    ScalarFunction {
+        name: "dstore_decision_hash",
+        args: 15,
+        call: |args| {
+            let mut fields = [Field::Null; 15];
+            fields.copy_from_slice(args);
+            Ok(to_hex(&decision_hash(&fields)))
+        },
+    },
+    ScalarFunction {
+        name: "dstore_supersession_hash",
+        args: 3,
+        call: |args| Ok(to_hex(&supersession_hash(args[0], args[1], args[2]))),
+    },
+    ScalarFunction {
+        name: "dstore_link",
+        args: 2,
+        call: |args| {
+            let previous = match args[0] {
+                Field::Null => GENESIS,
+                Field::Text(t) => from_hex(t).ok_or("dstore_link: the previous hash is not 64 hex digits")?,
+                _ => return Err("dstore_link: the previous hash is not 64 hex digits".into()),
+            };
+            let content = match args[1] {
+                Field::Text(t) => from_hex(t),
+                _ => None,
+            }
+            .ok_or("dstore_link: the content hash is not 64 hex digits")?;
+            Ok(to_hex(&link(&previous, &content)))
+        },
+    },
+];
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hex_round_trips_and_rejects_bad_text() {
-        let h = link(&GENESIS, &[7; 32]);
-        assert_eq!(from_hex(&to_hex(&h)), Some(h));
-        assert_eq!(from_hex("zz"), None);
-        assert_eq!(from_hex(&format!("+{}", &to_hex(&h)[1..])), None);
-        assert_eq!(from_hex(&"é".repeat(32)), None);
-    }
 
     #[test]
     fn every_field_and_its_type_changes_the_hash() {

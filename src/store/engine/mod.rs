@@ -1,0 +1,643 @@
+//! The engine floor: one connection, SQLite or PostgreSQL, behind the few
+//! calls the tables need, so each query is written once.
+//!
+//! This is the one place where the two engines differ: connections and
+//! their settings, transactions, statements, binding values, reading rows
+//! and mapping the drivers' errors to the crate's (keeping SQLite's result
+//! code and PostgreSQL's SQLSTATE). It imports nothing of the floors above
+//! it (`tables`, `workflows`, the `Store` API): only the crate's error and
+//! the drivers.
+//!
+//! Queries are written in SQLite's dialect with numbered parameters (`?1`)
+//! and `IN rarray(?N)` for a list bound as one parameter. On PostgreSQL the
+//! text is rewritten once per statement (`$1`, `= ANY($N)`; see
+//! `postgres::rewrite`, which refuses what it cannot rewrite) and the
+//! prepared statement is cached by its text, as rusqlite's cache does.
+//! Values go in as [`Value`] and come out of a [`Row`] by the type the code
+//! asks for, whatever integer width the server chose for a column.
+//!
+//! Neither driver's types leave this module.
+
+mod borrowed;
+#[cfg(feature = "postgres")]
+mod postgres;
+pub(crate) mod sqlite;
+
+use std::cell::Cell;
+use std::time::Duration;
+
+#[cfg(feature = "postgres")]
+pub(crate) use self::postgres::Pg;
+use borrowed::BorrowedStmt;
+
+use crate::error::{Error, Result};
+
+/// How long a writer waits for another before giving up with [`Error::Busy`].
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A parameter value.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Value<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a str),
+    /// A list of keys, for `IN rarray(?N)`.
+    Ints(&'a [i64]),
+    /// A list of texts, for `IN rarray(?N)`.
+    Texts(&'a [String]),
+}
+
+impl From<i64> for Value<'_> {
+    fn from(v: i64) -> Self {
+        Value::Int(v)
+    }
+}
+impl From<u32> for Value<'_> {
+    fn from(v: u32) -> Self {
+        Value::Int(i64::from(v))
+    }
+}
+impl From<bool> for Value<'_> {
+    fn from(v: bool) -> Self {
+        Value::Int(i64::from(v))
+    }
+}
+impl From<f64> for Value<'_> {
+    fn from(v: f64) -> Self {
+        Value::Real(v)
+    }
+}
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(v: &'a str) -> Self {
+        Value::Text(v)
+    }
+}
+impl<'a> From<&'a String> for Value<'a> {
+    fn from(v: &'a String) -> Self {
+        Value::Text(v)
+    }
+}
+impl<'a> From<&'a [i64]> for Value<'a> {
+    fn from(v: &'a [i64]) -> Self {
+        Value::Ints(v)
+    }
+}
+impl<'a> From<&'a [String]> for Value<'a> {
+    fn from(v: &'a [String]) -> Self {
+        Value::Texts(v)
+    }
+}
+impl<'a, T: Into<Value<'a>>> From<Option<T>> for Value<'a> {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+impl<'a> From<&'a Option<String>> for Value<'a> {
+    fn from(v: &'a Option<String>) -> Self {
+        v.as_deref().map_or(Value::Null, Value::Text)
+    }
+}
+
+/// Parameters of a statement: `vals![a, b]`.
+macro_rules! vals {
+    ($($v:expr),* $(,)?) => { &[$($crate::store::engine::Value::from($v)),*][..] };
+}
+pub(crate) use vals;
+
+/// A column's value as it is stored, borrowed from its row.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ValueRef<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a str),
+    Blob(&'a [u8]),
+}
+
+impl<'a> From<Option<&'a str>> for ValueRef<'a> {
+    fn from(v: Option<&'a str>) -> Self {
+        v.map_or(ValueRef::Null, ValueRef::Text)
+    }
+}
+
+/// The two engines, for the few statements whose text differs between them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// `sqlite` on SQLite, `postgres` on PostgreSQL.
+    pub(crate) fn pick<T>(self, sqlite: T, postgres: T) -> T {
+        match self {
+            Dialect::Sqlite => sqlite,
+            Dialect::Postgres => postgres,
+        }
+    }
+}
+
+/// A result row of either engine.
+pub(crate) enum Row<'a> {
+    Sqlite(&'a rusqlite::Row<'a>),
+    #[cfg(feature = "postgres")]
+    Postgres(&'a ::postgres::Row),
+}
+
+/// A column that did not hold what the code asked for.
+pub(crate) fn bad_column(i: usize, what: &str, e: impl std::fmt::Display) -> Error {
+    Error::storage(format!("column {i}: expected {what}: {e}"))
+}
+
+impl Row<'_> {
+    /// Where the column called `name` is, `None` when the query has none.
+    pub(crate) fn column_index(&self, name: &str) -> Option<usize> {
+        match self {
+            Row::Sqlite(r) => r.as_ref().column_index(name).ok(),
+            #[cfg(feature = "postgres")]
+            Row::Postgres(r) => r.columns().iter().position(|c| c.name() == name),
+        }
+    }
+
+    /// A column's value as stored.
+    pub(crate) fn value(&self, i: usize) -> Result<ValueRef<'_>> {
+        match self {
+            Row::Sqlite(r) => Ok(sqlite::value_ref(r.get_ref(i).map_err(sqlite::error)?)),
+            #[cfg(feature = "postgres")]
+            Row::Postgres(r) => postgres::value_ref(r, i),
+        }
+    }
+
+    /// An integer (or boolean) column that may be NULL.
+    pub(crate) fn opt_i64(&self, i: usize) -> Result<Option<i64>> {
+        match self {
+            Row::Sqlite(r) => r.get(i).map_err(sqlite::error),
+            #[cfg(feature = "postgres")]
+            Row::Postgres(r) => postgres::opt_i64(r, i),
+        }
+    }
+
+    pub(crate) fn i64(&self, i: usize) -> Result<i64> {
+        self.opt_i64(i)?.ok_or_else(|| bad_column(i, "an integer", "NULL"))
+    }
+
+    pub(crate) fn bool(&self, i: usize) -> Result<bool> {
+        Ok(self.i64(i)? != 0)
+    }
+
+    pub(crate) fn opt_f64(&self, i: usize) -> Result<Option<f64>> {
+        match self {
+            Row::Sqlite(r) => r.get(i).map_err(sqlite::error),
+            #[cfg(feature = "postgres")]
+            Row::Postgres(r) => postgres::opt_f64(r, i),
+        }
+    }
+
+    /// A text column that may be NULL, borrowed from the row.
+    pub(crate) fn opt_str(&self, i: usize) -> Result<Option<&str>> {
+        match self {
+            Row::Sqlite(r) => {
+                r.get_ref(i).map_err(sqlite::error)?.as_str_or_null().map_err(|e| bad_column(i, "text", e))
+            }
+            #[cfg(feature = "postgres")]
+            Row::Postgres(r) => r.try_get(i).map_err(|e| bad_column(i, "text", e)),
+        }
+    }
+
+    /// A text column's bytes, not yet checked as UTF-8 (ids check their own
+    /// 26 ASCII characters in one pass).
+    pub(crate) fn opt_text(&self, i: usize) -> Result<Option<&[u8]>> {
+        match self {
+            Row::Sqlite(r) => match r.get_ref(i).map_err(sqlite::error)? {
+                rusqlite::types::ValueRef::Text(t) => Ok(Some(t)),
+                rusqlite::types::ValueRef::Null => Ok(None),
+                other => Err(bad_column(i, "text", other.data_type())),
+            },
+            #[cfg(feature = "postgres")]
+            Row::Postgres(_) => Ok(self.opt_str(i)?.map(str::as_bytes)),
+        }
+    }
+
+    /// [`Row::opt_text`] of a column that must not be NULL.
+    pub(crate) fn text(&self, i: usize) -> Result<&[u8]> {
+        self.opt_text(i)?.ok_or_else(|| bad_column(i, "text", "NULL"))
+    }
+
+    pub(crate) fn str(&self, i: usize) -> Result<&str> {
+        self.opt_str(i)?.ok_or_else(|| bad_column(i, "text", "NULL"))
+    }
+
+    pub(crate) fn string(&self, i: usize) -> Result<String> {
+        self.str(i).map(str::to_owned)
+    }
+
+    pub(crate) fn opt_string(&self, i: usize) -> Result<Option<String>> {
+        Ok(self.opt_str(i)?.map(str::to_owned))
+    }
+}
+
+/// A store's connection.
+pub(crate) enum Conn {
+    Sqlite(rusqlite::Connection),
+    #[cfg(feature = "postgres")]
+    Postgres(Box<Pg>),
+}
+
+/// PostgreSQL's text cannot hold U+0000 (SQLite's can): refuse it by
+/// field name before the server refuses it by byte. JSON columns are not
+/// affected: JSON writes the character as `\u0000`.
+pub(crate) const NUL_REASON: &str = "holds the NUL character (U+0000), which PostgreSQL text cannot store";
+
+impl Conn {
+    pub(crate) fn dialect(&self) -> Dialect {
+        match self {
+            Conn::Sqlite(_) => Dialect::Sqlite,
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    pub(crate) fn is_postgres(&self) -> bool {
+        self.dialect() == Dialect::Postgres
+    }
+
+    /// The SQLite connection, for the settings only SQLite has.
+    pub(crate) fn sqlite(&self) -> Option<&rusqlite::Connection> {
+        match self {
+            Conn::Sqlite(c) => Some(c),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(_) => None,
+        }
+    }
+
+    /// Refuses a text this engine cannot store, naming `field` (on
+    /// PostgreSQL, text with U+0000; SQLite stores any text).
+    pub(crate) fn storable(&self, field: &str, text: &str) -> Result<()> {
+        if self.is_postgres() && text.contains('\0') {
+            return Err(Error::validation(field, NUL_REASON));
+        }
+        Ok(())
+    }
+
+    /// Runs one statement; returns the number of rows it changed.
+    pub(crate) fn execute(&self, sql: &str, params: &[Value<'_>]) -> Result<usize> {
+        self.prepare(sql)?.execute(params)
+    }
+
+    /// Statements without parameters or results, separated by `;`.
+    pub(crate) fn batch(&self, sql: &str) -> Result<()> {
+        match self {
+            Conn::Sqlite(c) => c.execute_batch(sql).map_err(sqlite::error),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => pg.batch(sql),
+        }
+    }
+
+    /// Calls `f` on each result row, in order. On PostgreSQL the rows are
+    /// fetched first, so `f` may run queries of its own.
+    pub(crate) fn for_each(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+        mut f: impl FnMut(&Row<'_>) -> Result<()>,
+    ) -> Result<()> {
+        match self {
+            Conn::Sqlite(c) => {
+                let mut stmt = c.prepare_cached(sql).map_err(sqlite::error)?;
+                let mut rows = stmt.query(rusqlite::params_from_iter(params)).map_err(sqlite::error)?;
+                while let Some(r) = rows.next().map_err(sqlite::error)? {
+                    f(&Row::Sqlite(r))?;
+                }
+                Ok(())
+            }
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => {
+                for r in pg.query(sql, params)? {
+                    f(&Row::Postgres(&r))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// [`Conn::for_each`] for a query over a whole table (export, copy,
+    /// check). On PostgreSQL inside a transaction it reads through a
+    /// server-side cursor, a thousand rows at a time, so memory stays flat
+    /// however large the store; elsewhere it is `for_each`.
+    pub(crate) fn for_each_streamed(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+        f: impl FnMut(&Row<'_>) -> Result<()>,
+    ) -> Result<()> {
+        match self {
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) if pg.in_transaction() => pg.for_each_streamed(sql, params, f),
+            _ => self.for_each(sql, params, f),
+        }
+    }
+
+    /// Every result row, each turned into a `T` by `f`.
+    pub(crate) fn query_vec<T>(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        self.for_each(sql, params, |r| {
+            out.push(f(r)?);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The first result row turned into a `T`, or `None` without rows.
+    pub(crate) fn query_opt<T>(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+        f: impl FnOnce(&Row<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        self.prepare(sql)?.query_opt(params, f)
+    }
+
+    /// The one result row turned into a `T`; a query that returns none is a storage error.
+    pub(crate) fn query_one<T>(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+        f: impl FnOnce(&Row<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.query_opt(sql, params, f)?.ok_or_else(|| {
+            Error::storage(format!("no row from {}", sql.split_whitespace().take(6).collect::<Vec<_>>().join(" ")))
+        })
+    }
+
+    /// A statement held across many executions (a bulk insert's).
+    pub(crate) fn prepare(&self, sql: &str) -> Result<Stmt<'_>> {
+        Ok(match self {
+            Conn::Sqlite(c) => Stmt::Sqlite(c.prepare_cached(sql).map_err(sqlite::error)?),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => Stmt::Postgres(pg, pg.statement(sql)?),
+        })
+    }
+
+    /// [`Conn::prepare`] for a statement that only writes and runs once per
+    /// row of a large batch: on SQLite its texts are bound without a copy
+    /// ([`BorrowedStmt`]), and it is prepared afresh rather than cached.
+    pub(crate) fn prepare_write(&self, sql: &str) -> Result<Stmt<'_>> {
+        Ok(match self {
+            Conn::Sqlite(c) => Stmt::SqliteWrite(BorrowedStmt::prepare(c, sql).map_err(sqlite::error)?),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(_) => self.prepare(sql)?,
+        })
+    }
+
+    /// True inside a transaction.
+    pub(crate) fn in_transaction(&self) -> bool {
+        match self {
+            Conn::Sqlite(c) => !c.is_autocommit(),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => pg.in_transaction(),
+        }
+    }
+
+    /// Starts a write transaction: SQLite's `BEGIN IMMEDIATE` takes the
+    /// file's one write lock at once (so a writer never fails to upgrade a
+    /// read lock), and waits for it up to [`BUSY_TIMEOUT`], polling every
+    /// millisecond. PostgreSQL's transaction takes no lock of its own: the
+    /// tables lock the rows they must serialise on (the log's, the graph's),
+    /// each for as long as [`BUSY_TIMEOUT`] at most.
+    pub(crate) fn begin_write(&self) -> Result<WriteTx<'_>> {
+        match self {
+            Conn::Sqlite(c) => c.execute_batch("BEGIN IMMEDIATE").map_err(sqlite::error)?,
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => pg.begin_write()?,
+        }
+        Ok(WriteTx(Tx { conn: self, done: false }))
+    }
+
+    /// The write transactions of one bulk load: see [`Bulk`].
+    pub(crate) fn bulk(&self, unlogged: bool) -> Bulk<'_> {
+        Bulk { conn: self, want_unlogged: Cell::new(unlogged), unlogged: Cell::new(false) }
+    }
+
+    /// Starts a read transaction: its statements see one state of the store.
+    pub(crate) fn begin_read(&self) -> Result<Tx<'_>> {
+        match self {
+            Conn::Sqlite(c) => {
+                c.execute_batch("BEGIN DEFERRED").map_err(sqlite::error)?;
+                let tx = Tx { conn: self, done: false };
+                // A deferred transaction takes its snapshot at the first read: take it now.
+                c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())).map_err(sqlite::error)?;
+                Ok(tx)
+            }
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => {
+                pg.begin_read()?;
+                Ok(Tx { conn: self, done: false })
+            }
+        }
+    }
+
+    fn end(&self, sql: &str) -> Result<()> {
+        match self {
+            Conn::Sqlite(c) => {
+                let out = c.execute_batch(sql).map_err(sqlite::error);
+                // A COMMIT that failed (busy, disk full) leaves the transaction open: end it.
+                if out.is_err() && !c.is_autocommit() {
+                    let _ = c.execute_batch("ROLLBACK");
+                }
+                out
+            }
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => pg.end(sql),
+        }
+    }
+
+    /// Applies `runner`'s pending migrations on this connection.
+    pub(crate) fn migrate(&mut self, runner: refinery::Runner) -> Result<()> {
+        let outcome = match self {
+            Conn::Sqlite(c) => runner.run(c).map(drop),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => runner.run(&mut *pg.client()).map(drop),
+        };
+        outcome.map_err(|e| Error::storage(format!("migration: {e}")))
+    }
+}
+
+/// An open transaction: [`Tx::commit`] ends it, dropping it rolls it back.
+pub(crate) struct Tx<'c> {
+    conn: &'c Conn,
+    done: bool,
+}
+
+impl Tx<'_> {
+    pub(crate) fn commit(mut self) -> Result<()> {
+        self.done = true;
+        self.conn.end("COMMIT")
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.conn.end("ROLLBACK");
+        }
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        self.conn
+    }
+}
+
+/// A write transaction: what every function of the tables that writes
+/// takes, so a write outside one does not compile.
+pub(crate) struct WriteTx<'c>(Tx<'c>);
+
+impl WriteTx<'_> {
+    pub(crate) fn commit(self) -> Result<()> {
+        self.0.commit()
+    }
+}
+
+/// The write transactions of one bulk load (an import, a copy, an ingest's
+/// changes), begun one after another with [`Bulk::begin`].
+///
+/// Asked for `unlogged` (a first load into an empty SQLite file), the load
+/// bypasses the write-ahead log while no other connection has the file
+/// open: see [`sqlite::leave_wal`]. Its transactions then hold the
+/// file's exclusive lock, readers included; between two of them another
+/// connection may open the file, which puts it back into WAL, and the load
+/// goes on through the log. Dropping the `Bulk` restores WAL.
+pub(crate) struct Bulk<'c> {
+    conn: &'c Conn,
+    /// The next transaction may try to leave the log (only the first does).
+    want_unlogged: Cell<bool>,
+    /// The load writes the file directly.
+    unlogged: Cell<bool>,
+}
+
+impl<'c> Bulk<'c> {
+    /// The next write transaction of the load.
+    pub(crate) fn begin(&self) -> Result<WriteTx<'c>> {
+        if let Conn::Sqlite(c) = self.conn {
+            if self.want_unlogged.replace(false) && sqlite::leave_wal(c)? {
+                self.unlogged.set(true);
+            }
+            if self.unlogged.get() {
+                if sqlite::begin_unlogged(c)? {
+                    return Ok(WriteTx(Tx { conn: self.conn, done: false }));
+                }
+                // Another connection put the file back into WAL.
+                self.unlogged.set(false);
+            }
+        }
+        self.conn.begin_write()
+    }
+
+    /// Call after a commit when another transaction of the load follows:
+    /// on SQLite it leaves the lock free for [`sqlite::BULK_GAP`], so a
+    /// writer that waits for it gets in (PostgreSQL queues waiters itself).
+    pub(crate) fn between(&self) {
+        if let Conn::Sqlite(_) = self.conn {
+            std::thread::sleep(sqlite::BULK_GAP);
+        }
+    }
+}
+
+impl Drop for Bulk<'_> {
+    fn drop(&mut self) {
+        if let (Conn::Sqlite(c), true) = (self.conn, self.unlogged.get()) {
+            sqlite::resume_wal(c);
+        }
+    }
+}
+
+impl std::ops::Deref for WriteTx<'_> {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        self.0.conn
+    }
+}
+
+/// A prepared statement held by its caller.
+pub(crate) enum Stmt<'c> {
+    Sqlite(rusqlite::CachedStatement<'c>),
+    /// A SQLite statement that writes, binding texts without copying them
+    /// (see [`Conn::prepare_write`]).
+    SqliteWrite(BorrowedStmt<'c>),
+    #[cfg(feature = "postgres")]
+    Postgres(&'c Pg, ::postgres::Statement),
+}
+
+impl Stmt<'_> {
+    pub(crate) fn execute(&mut self, params: &[Value<'_>]) -> Result<usize> {
+        self.execute_raw(params).map_err(EngineError::into_error)
+    }
+
+    /// Like [`Stmt::execute`], with the engine's error left for the caller
+    /// to read (a unique violation names the rule that was broken).
+    pub(crate) fn execute_raw(&mut self, params: &[Value<'_>]) -> std::result::Result<usize, EngineError> {
+        match self {
+            Stmt::Sqlite(s) => s.execute(rusqlite::params_from_iter(params)).map_err(EngineError::Sqlite),
+            Stmt::SqliteWrite(s) => s.execute(params).map_err(EngineError::Sqlite),
+            #[cfg(feature = "postgres")]
+            Stmt::Postgres(pg, s) => pg.execute(s, params),
+        }
+    }
+
+    pub(crate) fn query_opt<T>(
+        &mut self,
+        params: &[Value<'_>],
+        f: impl FnOnce(&Row<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        match self {
+            Stmt::Sqlite(s) => {
+                let mut rows = s.query(rusqlite::params_from_iter(params)).map_err(sqlite::error)?;
+                match rows.next().map_err(sqlite::error)? {
+                    Some(r) => f(&Row::Sqlite(r)).map(Some),
+                    None => Ok(None),
+                }
+            }
+            Stmt::SqliteWrite(_) => Err(Error::storage("a statement prepared for writing was queried")),
+            #[cfg(feature = "postgres")]
+            Stmt::Postgres(pg, s) => {
+                let row = pg.query_opt(s, params)?;
+                row.map(|r| f(&Row::Postgres(&r))).transpose()
+            }
+        }
+    }
+}
+
+/// An engine's own error, for the few callers that read it.
+pub(crate) enum EngineError {
+    Sqlite(rusqlite::Error),
+    #[cfg(feature = "postgres")]
+    Postgres(::postgres::Error),
+}
+
+impl EngineError {
+    /// The constraint a unique violation broke: SQLite's column list
+    /// (`decisions.decision_id`) or PostgreSQL's constraint name.
+    pub(crate) fn unique_violation(&self) -> Option<String> {
+        match self {
+            EngineError::Sqlite(e) => sqlite::unique_violation(e),
+            #[cfg(feature = "postgres")]
+            EngineError::Postgres(e) => postgres::unique_violation(e),
+        }
+    }
+
+    pub(crate) fn into_error(self) -> Error {
+        match self {
+            EngineError::Sqlite(e) => sqlite::error(e),
+            #[cfg(feature = "postgres")]
+            EngineError::Postgres(e) => postgres::error(e),
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! Queries of the UKO graph tables (`uko_nodes`, `uko_node_views`,
+//! `uko_edges`) and of the graph's generation (`graph_state`).
+//!
+//! Traversal reads one BFS frontier per query: the frontier's node keys are
+//! bound as one `rarray` parameter and the edge table is searched through its
+//! primary key (outgoing) or `uko_edges_by_target` (incoming), so a
+//! projection touches only the nodes it reaches, whatever the graph's size.
+//!
+//! Every transaction that writes the graph begins with [`lock`] and ends
+//! with [`bump`]: the generation tells a reader that planned changes from a
+//! snapshot (ingest) whether the graph moved since. On PostgreSQL the lock
+//! is the `graph_state` row's, so graph writers queue among themselves and
+//! never behind writers of the decision log.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::decisions::count;
+use crate::decision::IdMap;
+use crate::error::{Error, Result};
+use crate::store::engine::{vals, Conn, Row, WriteTx};
+use crate::uko::{Direction, NodeKey, NodeRecord, NodeView, UkoEdge, UkoNode};
+
+/// One BFS hop: the edges leaving (or entering) a whole frontier.
+pub(crate) const EXPAND_OUT: &str = "SELECT source_id, target_id FROM uko_edges WHERE source_id IN rarray(?1)";
+pub(crate) const EXPAND_OUT_REL: &str =
+    "SELECT source_id, target_id FROM uko_edges WHERE source_id IN rarray(?1) AND relation IN rarray(?2)";
+pub(crate) const EXPAND_IN: &str = "SELECT target_id, source_id FROM uko_edges WHERE target_id IN rarray(?1)";
+pub(crate) const EXPAND_IN_REL: &str =
+    "SELECT target_id, source_id FROM uko_edges WHERE target_id IN rarray(?1) AND relation IN rarray(?2)";
+pub(crate) const RESOLVE: &str = "SELECT uri, node_id FROM uko_nodes WHERE uri IN rarray(?1)";
+pub(crate) const RECORDS: &str = "SELECT node_id, uri, domain, resource_uri FROM uko_nodes WHERE node_id IN rarray(?1)";
+pub(crate) const URIS: &str = "SELECT node_id, uri FROM uko_nodes WHERE node_id IN rarray(?1)";
+pub(crate) const VIEWS: &str =
+    "SELECT node_id, depth, content FROM uko_node_views WHERE node_id IN rarray(?1) ORDER BY node_id, depth";
+const GENERATION: &str = "SELECT generation FROM graph_state WHERE id = 1";
+const LOCK_GENERATION: &str = "SELECT generation FROM graph_state WHERE id = 1 FOR UPDATE";
+const BUMP: &str = "UPDATE graph_state SET generation = generation + 1 WHERE id = 1";
+const STATE: &str = "SELECT generation, resolved FROM graph_state WHERE id = 1";
+const SET_RESOLVED: &str = "UPDATE graph_state SET resolved = ?1 WHERE id = 1";
+
+/// Node and edge totals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct GraphCounts {
+    pub nodes: u64,
+    pub edges: u64,
+}
+
+/// A neighbour of a node, as [`crate::Store::neighbours`] lists it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Neighbour {
+    pub uri: String,
+    pub relation: String,
+    pub weight: Option<f64>,
+    /// `Outgoing` when the edge leaves the node asked about.
+    pub direction: Direction,
+}
+
+/// The graph's generation as of `conn`'s snapshot.
+#[cfg(test)]
+pub(crate) fn generation(conn: &Conn) -> Result<i64> {
+    conn.query_one(GENERATION, &[], |r| r.i64(0))
+}
+
+/// Begins writing the graph in `tx`: on PostgreSQL it locks the
+/// generation's row until the commit. Returns the generation the writes
+/// start from.
+pub(crate) fn lock(tx: &WriteTx<'_>) -> Result<i64> {
+    let sql = tx.dialect().pick(GENERATION, LOCK_GENERATION);
+    tx.query_one(sql, &[], |r| r.i64(0))
+}
+
+/// Marks the graph changed by `tx`; returns the new generation.
+pub(crate) fn bump(tx: &WriteTx<'_>, from: i64) -> Result<i64> {
+    tx.execute(BUMP, &[])?;
+    Ok(from + 1)
+}
+
+/// The graph's generation and the generation at which `ingest` last
+/// completed a plan (see `workflows::ingest`).
+pub(crate) fn state(conn: &Conn) -> Result<(i64, i64)> {
+    conn.query_one(STATE, &[], |r| Ok((r.i64(0)?, r.i64(1)?)))
+}
+
+/// Records that `ingest` completed a plan at `generation`.
+pub(crate) fn set_resolved(tx: &WriteTx<'_>, generation: i64) -> Result<()> {
+    tx.execute(SET_RESOLVED, vals![generation]).map(drop)
+}
+
+/// Each ingested file's stored version, by its `project://` URI.
+pub(crate) fn code_files(conn: &Conn) -> Result<HashMap<String, Option<String>>> {
+    Ok(conn
+        .query_vec(
+            "SELECT uri, version FROM uko_nodes WHERE kind = 'file' AND resource_uri = uri AND domain = 'uko-code:'",
+            &[],
+            |r| Ok((r.string(0)?, r.opt_string(1)?)),
+        )?
+        .into_iter()
+        .collect())
+}
+
+/// A stored node without its views: (uri, domain, kind, version, resource_uri).
+pub(crate) type NodeSummary = (String, String, String, Option<String>, Option<String>);
+
+/// Every node, without its views.
+pub(crate) fn node_summaries(conn: &Conn) -> Result<Vec<NodeSummary>> {
+    conn.query_vec("SELECT uri, domain, kind, version, resource_uri FROM uko_nodes", &[], |r| {
+        Ok((r.string(0)?, r.string(1)?, r.string(2)?, r.opt_string(3)?, r.opt_string(4)?))
+    })
+}
+
+/// Every edge of the code relations between ingested nodes: (source, relation, target).
+pub(crate) fn code_edges(conn: &Conn) -> Result<Vec<(String, String, String)>> {
+    conn.query_vec(
+        "SELECT s.uri, e.relation, t.uri FROM uko_edges e
+         JOIN uko_nodes s ON s.node_id = e.source_id JOIN uko_nodes t ON t.node_id = e.target_id
+         WHERE s.resource_uri IS NOT NULL AND s.domain = 'uko-code:'
+           AND t.resource_uri IS NOT NULL AND t.domain = 'uko-code:'
+           AND e.relation IN ('contains', 'imports', 'calls', 'inherits', 'implements', 'references')",
+        &[],
+        |r| Ok((r.string(0)?, r.string(1)?, r.string(2)?)),
+    )
+}
+
+/// A view's depth as stored.
+fn view_depth(r: &Row<'_>, i: usize, node: NodeKey) -> Result<u32> {
+    let d = r.i64(i)?;
+    u32::try_from(d).map_err(|_| Error::Corrupt {
+        table: "uko_node_views",
+        key: format!("node {node}"),
+        reason: format!("a depth of {d}"),
+    })
+}
+
+/// Adds or replaces nodes and their views.
+pub(crate) fn upsert_nodes(tx: &WriteTx<'_>, nodes: &[UkoNode]) -> Result<()> {
+    let mut upsert = tx.prepare(
+        "INSERT INTO uko_nodes (uri, domain, kind, label, version, resource_uri) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (uri) DO UPDATE SET domain = excluded.domain, kind = excluded.kind, label = excluded.label,
+             version = excluded.version, resource_uri = excluded.resource_uri
+         RETURNING node_id",
+    )?;
+    let mut clear = tx.prepare("DELETE FROM uko_node_views WHERE node_id = ?1")?;
+    let mut view = tx.prepare("INSERT INTO uko_node_views (node_id, depth, content) VALUES (?1, ?2, ?3)")?;
+    for node in nodes {
+        node.validate()?;
+        for (field, text) in
+            [("uri", &node.uri), ("domain", &node.domain), ("kind", &node.kind), ("label", &node.label)]
+        {
+            tx.storable(field, text)?;
+        }
+        for (field, text) in [("version", &node.version), ("resource_uri", &node.resource_uri)] {
+            tx.storable(field, text.as_deref().unwrap_or_default())?;
+        }
+        for v in &node.views {
+            tx.storable("views.content", &v.content)?;
+        }
+        let id = upsert
+            .query_opt(
+                vals![&node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri],
+                |r| r.i64(0),
+            )?
+            .ok_or_else(|| Error::storage("the node upsert returned no key"))?;
+        clear.execute(vals![id])?;
+        for v in &node.views {
+            view.execute(vals![id, v.depth, &v.content])?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes nodes, their views and every edge touching them; URIs that name
+/// no node are passed over. Returns how many nodes went.
+pub(crate) fn remove_nodes(tx: &WriteTx<'_>, uris: &[String]) -> Result<usize> {
+    let keys: Vec<NodeKey> = tx.query_vec(RESOLVE, vals![uris], |r| r.i64(1))?;
+    for sql in [
+        "DELETE FROM uko_edges WHERE source_id IN rarray(?1)",
+        "DELETE FROM uko_edges WHERE target_id IN rarray(?1)",
+        "DELETE FROM uko_node_views WHERE node_id IN rarray(?1)",
+        "DELETE FROM uko_nodes WHERE node_id IN rarray(?1)",
+    ] {
+        tx.execute(sql, vals![&keys[..]])?;
+    }
+    Ok(keys.len())
+}
+
+/// Adds edges (or updates their weight).
+pub(crate) fn upsert_edges(tx: &WriteTx<'_>, edges: &[UkoEdge]) -> Result<()> {
+    let mut find = tx.prepare("SELECT node_id FROM uko_nodes WHERE uri = ?1")?;
+    let mut upsert = tx.prepare(
+        "INSERT INTO uko_edges (source_id, target_id, relation, weight) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (source_id, relation, target_id) DO UPDATE SET weight = excluded.weight",
+    )?;
+    for edge in edges {
+        edge.validate()?;
+        tx.storable("relation", &edge.relation)?;
+        let mut key = |uri: &str| -> Result<i64> {
+            find.query_opt(vals![uri], |r| r.i64(0))?.ok_or_else(|| Error::UnknownNode(uri.to_owned()))
+        };
+        let (s, t) = (key(&edge.source)?, key(&edge.target)?);
+        upsert.execute(vals![s, t, &edge.relation, edge.weight])?;
+    }
+    Ok(())
+}
+
+/// Removes edges named by their ends' URIs and relation; those not stored are passed over.
+pub(crate) fn remove_edges<'a>(
+    tx: &WriteTx<'_>,
+    edges: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+) -> Result<usize> {
+    let mut delete = tx.prepare(
+        "DELETE FROM uko_edges WHERE source_id = (SELECT node_id FROM uko_nodes WHERE uri = ?1)
+           AND relation = ?2 AND target_id = (SELECT node_id FROM uko_nodes WHERE uri = ?3)",
+    )?;
+    let mut n = 0;
+    for (s, r, t) in edges {
+        n += delete.execute(vals![s, r, t])?;
+    }
+    Ok(n)
+}
+
+/// The neighbours of the node `key` in `direction`, restricted to `relations` when given.
+pub(crate) fn neighbours(
+    conn: &Conn,
+    key: NodeKey,
+    direction: Direction,
+    relations: Option<&[String]>,
+) -> Result<Vec<Neighbour>> {
+    let mut out = Vec::new();
+    let queries: &[(Direction, &str)] = &[
+        (
+            Direction::Outgoing,
+            "SELECT n.uri, e.relation, e.weight FROM uko_edges e JOIN uko_nodes n ON n.node_id = e.target_id
+             WHERE e.source_id = ?1 ORDER BY n.uri, e.relation",
+        ),
+        (
+            Direction::Incoming,
+            "SELECT n.uri, e.relation, e.weight FROM uko_edges e JOIN uko_nodes n ON n.node_id = e.source_id
+             WHERE e.target_id = ?1 ORDER BY n.uri, e.relation",
+        ),
+    ];
+    for &(dir, sql) in queries {
+        if direction != Direction::Both && direction != dir {
+            continue;
+        }
+        conn.for_each(sql, vals![key], |r| {
+            let n = Neighbour { uri: r.string(0)?, relation: r.string(1)?, weight: r.opt_f64(2)?, direction: dir };
+            if relations.is_none_or(|rs| rs.contains(&n.relation)) {
+                out.push(n);
+            }
+            Ok(())
+        })?;
+    }
+    Ok(out)
+}
+
+/// Which of these URIs name stored nodes, with their keys, in one query.
+pub(crate) fn keys_of(conn: &Conn, uris: &[String]) -> Result<HashMap<String, NodeKey>> {
+    Ok(conn.query_vec(RESOLVE, vals![uris], |r| Ok((r.string(0)?, r.i64(1)?)))?.into_iter().collect())
+}
+
+/// (key, uri, kind, version) of each of these URIs that names a stored node.
+pub(crate) fn node_rows(conn: &Conn, uris: &[String]) -> Result<Vec<(NodeKey, String, String, Option<String>)>> {
+    conn.query_vec("SELECT node_id, uri, kind, version FROM uko_nodes WHERE uri IN rarray(?1)", vals![uris], |r| {
+        Ok((r.i64(0)?, r.string(1)?, r.string(2)?, r.opt_string(3)?))
+    })
+}
+
+/// Node and edge totals.
+pub(crate) fn counts(conn: &Conn) -> Result<GraphCounts> {
+    conn.query_one("SELECT (SELECT count(*) FROM uko_nodes), (SELECT count(*) FROM uko_edges)", &[], |r| {
+        Ok(GraphCounts { nodes: count(r, 0)?, edges: count(r, 1)? })
+    })
+}
+
+/// Every node with its views, ordered by URI, streamed to `f`; run it in one read transaction.
+pub(crate) fn for_each_node(conn: &Conn, mut f: impl FnMut(UkoNode) -> Result<()>) -> Result<()> {
+    let mut current: Option<UkoNode> = None;
+    conn.for_each_streamed(
+        "SELECT n.uri, n.domain, n.kind, n.label, n.version, n.resource_uri, v.depth, v.content, n.node_id
+         FROM uko_nodes n LEFT JOIN uko_node_views v ON v.node_id = n.node_id
+         ORDER BY n.uri, v.depth",
+        &[],
+        |r| {
+            let uri = r.str(0)?;
+            if current.as_ref().is_none_or(|n| n.uri != uri) {
+                if let Some(done) = current.take() {
+                    f(done)?;
+                }
+                let mut node = UkoNode::new(uri, r.str(1)?, r.str(2)?, r.str(3)?);
+                node.version = r.opt_string(4)?;
+                node.resource_uri = r.opt_string(5)?;
+                current = Some(node);
+            }
+            if r.opt_i64(6)?.is_some() {
+                let view = NodeView { depth: view_depth(r, 6, r.i64(8)?)?, content: r.string(7)? };
+                current.as_mut().expect("set above").views.push(view);
+            }
+            Ok(())
+        },
+    )?;
+    if let Some(done) = current {
+        f(done)?;
+    }
+    Ok(())
+}
+
+/// Every edge, ordered by source, relation and target URI, streamed to `f`.
+pub(crate) fn for_each_edge(conn: &Conn, mut f: impl FnMut(UkoEdge) -> Result<()>) -> Result<()> {
+    let sql = "SELECT source, target, relation, weight FROM uko_edge_list ORDER BY source, relation, target";
+    conn.for_each_streamed(sql, &[], |r| {
+        f(UkoEdge { source: r.string(0)?, target: r.string(1)?, relation: r.string(2)?, weight: r.opt_f64(3)? })
+    })
+}
+
+/// The node keys of `uris`, in order; the first URI not stored is an error.
+pub(crate) fn resolve(conn: &Conn, uris: &[String]) -> Result<Vec<NodeKey>> {
+    let found = keys_of(conn, uris)?;
+    uris.iter().map(|u| found.get(u).copied().ok_or_else(|| Error::UnknownNode(u.clone()))).collect()
+}
+
+/// The edges leaving (or entering) a whole frontier, as (frontier node, neighbour).
+pub(crate) fn expand(
+    conn: &Conn,
+    frontier: &[NodeKey],
+    direction: Direction,
+    relations: Option<&[String]>,
+) -> Result<Vec<(NodeKey, NodeKey)>> {
+    let mut out = Vec::new();
+    for (dir, plain, filtered) in
+        [(Direction::Outgoing, EXPAND_OUT, EXPAND_OUT_REL), (Direction::Incoming, EXPAND_IN, EXPAND_IN_REL)]
+    {
+        if direction != Direction::Both && direction != dir {
+            continue;
+        }
+        let push = |r: &Row<'_>| {
+            out.push((r.i64(0)?, r.i64(1)?));
+            Ok(())
+        };
+        match relations {
+            Some(rels) => conn.for_each(filtered, vals![frontier, rels], push)?,
+            None => conn.for_each(plain, vals![frontier], push)?,
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// The records of `keys`, in order, with their views when asked.
+pub(crate) fn records(conn: &Conn, keys: &[NodeKey], with_views: bool) -> Result<Vec<NodeRecord>> {
+    let at = positions(keys);
+    let mut slots: Vec<Option<NodeRecord>> = Vec::with_capacity(keys.len());
+    slots.resize_with(keys.len(), || None);
+    conn.for_each(RECORDS, vals![keys], |r| {
+        let key = r.i64(0)?;
+        if let Some(&i) = at.get(&key) {
+            slots[i] = Some(NodeRecord {
+                key,
+                uri: r.string(1)?,
+                domain: r.string(2)?,
+                resource_uri: r.opt_string(3)?,
+                views: Vec::new(),
+            });
+        }
+        Ok(())
+    })?;
+    if with_views {
+        conn.for_each(VIEWS, vals![keys], |r| {
+            let key = r.i64(0)?;
+            if let Some(rec) = at.get(&key).and_then(|&i| slots[i].as_mut()) {
+                rec.views.push(NodeView { depth: view_depth(r, 1, key)?, content: r.string(2)? });
+            }
+            Ok(())
+        })?;
+    }
+    in_order(slots, keys)
+}
+
+/// The URIs of `keys`, in order.
+pub(crate) fn uris(conn: &Conn, keys: &[NodeKey]) -> Result<Vec<String>> {
+    let at = positions(keys);
+    let mut slots: Vec<Option<String>> = vec![None; keys.len()];
+    conn.for_each(URIS, vals![keys], |r| {
+        if let Some(&i) = at.get(&r.i64(0)?) {
+            slots[i] = Some(r.string(1)?);
+        }
+        Ok(())
+    })?;
+    in_order(slots, keys)
+}
+
+/// Where each key was asked for: rows arrive in key order, and each goes to
+/// its place (the map holds positions, not the rows, which are large to move).
+fn positions(keys: &[NodeKey]) -> IdMap<NodeKey, usize> {
+    keys.iter().enumerate().map(|(i, &k)| (k, i)).collect()
+}
+
+/// The rows found, in the order asked for; the first key without one is an error.
+fn in_order<T>(slots: Vec<Option<T>>, keys: &[NodeKey]) -> Result<Vec<T>> {
+    slots.into_iter().zip(keys).map(|(r, k)| r.ok_or_else(|| Error::UnknownNode(format!("node key {k}")))).collect()
+}
