@@ -133,6 +133,9 @@ impl World {
         self.store()?;
         let temp = self.temp.as_ref().expect("created above");
         Ok(match temp.url() {
+            #[cfg(not(feature = "postgres"))]
+            Some(url) => unreachable!("no server store without the postgres feature: {url}"),
+            #[cfg(feature = "postgres")]
             Some(url) => {
                 let mut client = postgres::Client::connect(url, postgres::NoTls).map_err(|e| e.to_string())?;
                 client.execute(&sql.replace("?1", "$1"), &[&arg]).map(|_| ()).map_err(|e| match e.as_db_error() {

@@ -286,6 +286,7 @@ impl Conn {
     }
 
     /// Statements without parameters or results, separated by `;`.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
         match self {
             Conn::Sqlite(c) => c.execute_batch(sql).map_err(sqlite::error),
@@ -526,7 +527,7 @@ pub(crate) struct Bulk<'c> {
 impl<'c> Bulk<'c> {
     /// The next write transaction of the load.
     pub(crate) fn begin(&self) -> Result<WriteTx<'c>> {
-        if let Conn::Sqlite(c) = self.conn {
+        if let Some(c) = self.conn.sqlite() {
             if self.want_unlogged.replace(false) && sqlite::leave_wal(c)? {
                 self.unlogged.set(true);
             }
@@ -545,7 +546,7 @@ impl<'c> Bulk<'c> {
     /// on SQLite it leaves the lock free for [`sqlite::BULK_GAP`], so a
     /// writer that waits for it gets in (PostgreSQL queues waiters itself).
     pub(crate) fn between(&self) {
-        if let Conn::Sqlite(_) = self.conn {
+        if !self.conn.is_postgres() {
             std::thread::sleep(sqlite::BULK_GAP);
         }
     }
@@ -553,7 +554,7 @@ impl<'c> Bulk<'c> {
 
 impl Drop for Bulk<'_> {
     fn drop(&mut self) {
-        if let (Conn::Sqlite(c), true) = (self.conn, self.unlogged.get()) {
+        if let (Some(c), true) = (self.conn.sqlite(), self.unlogged.get()) {
             sqlite::resume_wal(c);
         }
     }

@@ -37,8 +37,6 @@ pub(crate) const VIEWS: &str =
 const GENERATION: &str = "SELECT generation FROM graph_state WHERE id = 1";
 const LOCK_GENERATION: &str = "SELECT generation FROM graph_state WHERE id = 1 FOR UPDATE";
 const BUMP: &str = "UPDATE graph_state SET generation = generation + 1 WHERE id = 1";
-const STATE: &str = "SELECT generation, resolved FROM graph_state WHERE id = 1";
-const SET_RESOLVED: &str = "UPDATE graph_state SET resolved = ?1 WHERE id = 1";
 
 /// Node and edge totals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -75,52 +73,6 @@ pub(crate) fn lock(tx: &WriteTx<'_>) -> Result<i64> {
 pub(crate) fn bump(tx: &WriteTx<'_>, from: i64) -> Result<i64> {
     tx.execute(BUMP, &[])?;
     Ok(from + 1)
-}
-
-/// The graph's generation and the generation at which `ingest` last
-/// completed a plan (see `workflows::ingest`).
-pub(crate) fn state(conn: &Conn) -> Result<(i64, i64)> {
-    conn.query_one(STATE, &[], |r| Ok((r.i64(0)?, r.i64(1)?)))
-}
-
-/// Records that `ingest` completed a plan at `generation`.
-pub(crate) fn set_resolved(tx: &WriteTx<'_>, generation: i64) -> Result<()> {
-    tx.execute(SET_RESOLVED, vals![generation]).map(drop)
-}
-
-/// Each ingested file's stored version, by its `project://` URI.
-pub(crate) fn code_files(conn: &Conn) -> Result<HashMap<String, Option<String>>> {
-    Ok(conn
-        .query_vec(
-            "SELECT uri, version FROM uko_nodes WHERE kind = 'file' AND resource_uri = uri AND domain = 'uko-code:'",
-            &[],
-            |r| Ok((r.string(0)?, r.opt_string(1)?)),
-        )?
-        .into_iter()
-        .collect())
-}
-
-/// A stored node without its views: (uri, domain, kind, version, resource_uri).
-pub(crate) type NodeSummary = (String, String, String, Option<String>, Option<String>);
-
-/// Every node, without its views.
-pub(crate) fn node_summaries(conn: &Conn) -> Result<Vec<NodeSummary>> {
-    conn.query_vec("SELECT uri, domain, kind, version, resource_uri FROM uko_nodes", &[], |r| {
-        Ok((r.string(0)?, r.string(1)?, r.string(2)?, r.opt_string(3)?, r.opt_string(4)?))
-    })
-}
-
-/// Every edge of the code relations between ingested nodes: (source, relation, target).
-pub(crate) fn code_edges(conn: &Conn) -> Result<Vec<(String, String, String)>> {
-    conn.query_vec(
-        "SELECT s.uri, e.relation, t.uri FROM uko_edges e
-         JOIN uko_nodes s ON s.node_id = e.source_id JOIN uko_nodes t ON t.node_id = e.target_id
-         WHERE s.resource_uri IS NOT NULL AND s.domain = 'uko-code:'
-           AND t.resource_uri IS NOT NULL AND t.domain = 'uko-code:'
-           AND e.relation IN ('contains', 'imports', 'calls', 'inherits', 'implements', 'references')",
-        &[],
-        |r| Ok((r.string(0)?, r.string(1)?, r.string(2)?)),
-    )
 }
 
 /// A view's depth as stored.
@@ -202,22 +154,6 @@ pub(crate) fn upsert_edges(tx: &WriteTx<'_>, edges: &[UkoEdge]) -> Result<()> {
         upsert.execute(vals![s, t, &edge.relation, edge.weight])?;
     }
     Ok(())
-}
-
-/// Removes edges named by their ends' URIs and relation; those not stored are passed over.
-pub(crate) fn remove_edges<'a>(
-    tx: &WriteTx<'_>,
-    edges: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
-) -> Result<usize> {
-    let mut delete = tx.prepare(
-        "DELETE FROM uko_edges WHERE source_id = (SELECT node_id FROM uko_nodes WHERE uri = ?1)
-           AND relation = ?2 AND target_id = (SELECT node_id FROM uko_nodes WHERE uri = ?3)",
-    )?;
-    let mut n = 0;
-    for (s, r, t) in edges {
-        n += delete.execute(vals![s, r, t])?;
-    }
-    Ok(n)
 }
 
 /// The neighbours of the node `key` in `direction`, restricted to `relations` when given.
@@ -400,4 +336,79 @@ fn positions(keys: &[NodeKey]) -> IdMap<NodeKey, usize> {
 /// The rows found, in the order asked for; the first key without one is an error.
 fn in_order<T>(slots: Vec<Option<T>>, keys: &[NodeKey]) -> Result<Vec<T>> {
     slots.into_iter().zip(keys).map(|(r, k)| r.ok_or_else(|| Error::UnknownNode(format!("node key {k}")))).collect()
+}
+
+/// What `ingest` reads and writes beyond the other graph writers: the
+/// graph's state, the ingested files and nodes, and edges by their ends.
+#[cfg(feature = "ingest")]
+pub(crate) mod code {
+    use std::collections::HashMap;
+
+    use crate::error::Result;
+    use crate::store::engine::{vals, Conn, WriteTx};
+
+    const STATE: &str = "SELECT generation, resolved FROM graph_state WHERE id = 1";
+    const SET_RESOLVED: &str = "UPDATE graph_state SET resolved = ?1 WHERE id = 1";
+
+    /// The graph's generation and the generation at which `ingest` last
+    /// completed a plan (see `workflows::ingest`).
+    pub(crate) fn state(conn: &Conn) -> Result<(i64, i64)> {
+        conn.query_one(STATE, &[], |r| Ok((r.i64(0)?, r.i64(1)?)))
+    }
+
+    /// Records that `ingest` completed a plan at `generation`.
+    pub(crate) fn set_resolved(tx: &WriteTx<'_>, generation: i64) -> Result<()> {
+        tx.execute(SET_RESOLVED, vals![generation]).map(drop)
+    }
+
+    /// Each ingested file's stored version, by its `project://` URI.
+    pub(crate) fn files(conn: &Conn) -> Result<HashMap<String, Option<String>>> {
+        Ok(conn
+            .query_vec(
+                "SELECT uri, version FROM uko_nodes WHERE kind = 'file' AND resource_uri = uri AND domain = 'uko-code:'",
+                &[],
+                |r| Ok((r.string(0)?, r.opt_string(1)?)),
+            )?
+            .into_iter()
+            .collect())
+    }
+
+    /// A stored node without its views: (uri, domain, kind, version, resource_uri).
+    pub(crate) type NodeSummary = (String, String, String, Option<String>, Option<String>);
+
+    /// Every node, without its views.
+    pub(crate) fn nodes(conn: &Conn) -> Result<Vec<NodeSummary>> {
+        conn.query_vec("SELECT uri, domain, kind, version, resource_uri FROM uko_nodes", &[], |r| {
+            Ok((r.string(0)?, r.string(1)?, r.string(2)?, r.opt_string(3)?, r.opt_string(4)?))
+        })
+    }
+
+    /// Every edge of the code relations between ingested nodes: (source, relation, target).
+    pub(crate) fn edges(conn: &Conn) -> Result<Vec<(String, String, String)>> {
+        conn.query_vec(
+            "SELECT s.uri, e.relation, t.uri FROM uko_edges e
+             JOIN uko_nodes s ON s.node_id = e.source_id JOIN uko_nodes t ON t.node_id = e.target_id
+             WHERE s.resource_uri IS NOT NULL AND s.domain = 'uko-code:'
+               AND t.resource_uri IS NOT NULL AND t.domain = 'uko-code:'
+               AND e.relation IN ('contains', 'imports', 'calls', 'inherits', 'implements', 'references')",
+            &[],
+            |r| Ok((r.string(0)?, r.string(1)?, r.string(2)?)),
+        )
+    }
+
+    /// Removes edges named by their ends' URIs and relation; those not stored are passed over.
+    pub(crate) fn remove_edges<'a>(
+        tx: &WriteTx<'_>,
+        edges: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+    ) -> Result<usize> {
+        let mut delete = tx.prepare(
+            "DELETE FROM uko_edges WHERE source_id = (SELECT node_id FROM uko_nodes WHERE uri = ?1)
+               AND relation = ?2 AND target_id = (SELECT node_id FROM uko_nodes WHERE uri = ?3)",
+        )?;
+        let mut n = 0;
+        for (s, r, t) in edges {
+            n += delete.execute(vals![s, r, t])?;
+        }
+        Ok(n)
+    }
 }

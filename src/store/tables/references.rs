@@ -37,6 +37,7 @@ pub(crate) fn insert<'a>(
 }
 
 /// Removes every reference made in `file`.
+#[cfg(feature = "ingest")]
 pub(crate) fn remove_file(tx: &WriteTx<'_>, file: &str) -> Result<()> {
     tx.execute("DELETE FROM uko_code_references WHERE resource_uri = ?1", vals![file])?;
     Ok(())

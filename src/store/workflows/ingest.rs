@@ -79,13 +79,13 @@ struct StoredGraph {
 
 fn read(conn: &Conn, full: impl FnOnce(&Snapshot) -> bool) -> Result<Snapshot> {
     let tx = conn.begin_read()?;
-    let (generation, resolved) = graph::state(&tx)?;
-    let files = graph::code_files(&tx)?;
+    let (generation, resolved) = graph::code::state(&tx)?;
+    let files = graph::code::files(&tx)?;
     let mut snapshot = Snapshot { generation, resolved: resolved == generation, files, graph: None };
     if full(&snapshot) {
         let mut code = HashMap::new();
         let mut other = HashSet::new();
-        for (uri, domain, kind, version, file) in graph::node_summaries(&tx)? {
+        for (uri, domain, kind, version, file) in graph::code::nodes(&tx)? {
             match file {
                 Some(file) if domain == crate::ingest::DOMAIN => {
                     code.insert(uri, StoredNode { file, kind, version });
@@ -99,7 +99,7 @@ fn read(conn: &Conn, full: impl FnOnce(&Snapshot) -> bool) -> Result<Snapshot> {
         for (file, from, relation, name) in references::all(&tx)? {
             by_file.entry(file).or_default().push((from, relation, name));
         }
-        let edges = graph::code_edges(&tx)?.into_iter().collect();
+        let edges = graph::code::edges(&tx)?.into_iter().collect();
         snapshot.graph = Some(StoredGraph { code, other, references: by_file, edges });
     }
     tx.commit()?;
@@ -449,7 +449,7 @@ fn apply(conn: &Conn, plan: &Plan, mut generation: i64, report: &mut IngestRepor
         }
         if done {
             // The plan is whole: the next ingest need not resolve again.
-            graph::set_resolved(&tx, generation)?;
+            graph::code::set_resolved(&tx, generation)?;
         }
         tx.commit()?;
         report.batches += u64::from(rows > 0);
@@ -475,7 +475,7 @@ fn write(tx: &WriteTx<'_>, step: &Step<'_>, report: &mut IngestReport) -> Result
             report.nodes_removed += c.removed;
         }
         Step::RemoveEdges(edges) => {
-            graph::remove_edges(tx, edges.iter().map(|(s, r, t)| (s.as_str(), r.as_str(), t.as_str())))?;
+            graph::code::remove_edges(tx, edges.iter().map(|(s, r, t)| (s.as_str(), r.as_str(), t.as_str())))?;
             report.edges_removed += edges.len() as u64;
         }
         Step::AddEdges(edges) => {
