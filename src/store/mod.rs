@@ -61,6 +61,7 @@ mod graph;
 #[cfg(feature = "ingest")]
 mod ingest;
 mod open;
+mod schema;
 pub(crate) mod tables;
 pub(crate) mod workflows;
 
@@ -70,7 +71,7 @@ use crate::error::{Error, Location, Result};
 use engine::{Conn, WriteTx};
 use tables::ledger::Ledger;
 
-pub use open::supported_schema_version;
+pub use schema::supported_schema_version;
 pub use tables::check::{Problem, ProblemKind};
 pub use tables::decisions::{DecisionCounts, Digest, PlanSummary};
 pub use tables::graph::{GraphCounts, Neighbour};
@@ -304,6 +305,160 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The module of the store that `file` (relative to `src/`) is, as `store::engine::sqlite`.
+    fn module_of(file: &str) -> String {
+        let path = file.trim_end_matches(".rs").trim_end_matches("/mod");
+        path.replace('/', "::")
+    }
+
+    /// The floor of a module: 0 engine, 1 tables, 2 workflows, 3 the API.
+    fn floor(module: &str) -> usize {
+        ["store::engine", "store::tables", "store::workflows"]
+            .iter()
+            .position(|f| module == *f || module.starts_with(&format!("{f}::")))
+            .unwrap_or(3)
+    }
+
+    /// The first path segments that follow each `prefix` in `code`:
+    /// `a` of `prefix a::b`, and `a`, `b` of `prefix {a::x, b}`.
+    fn segments_after<'c>(code: &'c str, prefix: &str) -> Vec<&'c str> {
+        let mut out = Vec::new();
+        let word = |s: &'c str| -> &'c str {
+            let end = s.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(s.len());
+            &s[..end]
+        };
+        for (at, _) in code.match_indices(prefix) {
+            let rest = &code[at + prefix.len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let mut depth = 0;
+                let mut start = 0;
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            out.push(word(group[start..].trim_start()));
+                            break;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            out.push(word(group[start..].trim_start()));
+                            start = i + 1;
+                        }
+                        _ => {}
+                    }
+                }
+            } else {
+                out.push(word(rest));
+            }
+        }
+        out.retain(|s| !s.is_empty());
+        out
+    }
+
+    /// `src/store/` imports only downwards (engine <- tables <- workflows <-
+    /// the API), the engine nothing of the crate but its errors, and no
+    /// module imports one that imports it back: checked on the source.
+    #[test]
+    fn the_store_imports_only_downwards_and_has_no_cycle() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        let mut dirs = vec![src.join("store")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    files.push(path.strip_prefix(&src).unwrap().to_string_lossy().into_owned());
+                }
+            }
+        }
+        let modules: std::collections::HashSet<String> = files.iter().map(|f| module_of(f)).collect();
+        let mut edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+        for file in &files {
+            let text = std::fs::read_to_string(src.join(file)).unwrap();
+            // The code before the tests, without comments.
+            let code: String = text
+                .split("#[cfg(test)]\nmod tests")
+                .next()
+                .unwrap()
+                .lines()
+                .map(|l| l.split("//").next().unwrap())
+                .collect::<Vec<_>>()
+                .join("\n");
+            let module = module_of(file);
+            let parent = module.rsplit_once("::").map_or("", |(p, _)| p).to_owned();
+            let mut targets = Vec::new();
+            for seg in segments_after(&code, "super::") {
+                // A sibling module, or an item of the parent module.
+                let sibling = format!("{parent}::{seg}");
+                targets.push(if modules.contains(&sibling) { sibling } else { parent.clone() });
+            }
+            for seg in segments_after(&code, "crate::store::") {
+                let top = format!("store::{seg}");
+                let deeper = code
+                    .match_indices(&format!("crate::store::{seg}::"))
+                    .flat_map(|(at, _)| segments_after(&code[at..], &format!("crate::store::{seg}::")))
+                    .map(|s| format!("{top}::{s}"))
+                    .filter(|m| modules.contains(m))
+                    .collect::<Vec<_>>();
+                if deeper.is_empty() {
+                    targets.push(if modules.contains(&top) { top } else { "store".into() });
+                }
+                targets.extend(deeper);
+            }
+            if floor(&module) == 0 {
+                for seg in segments_after(&code, "crate::") {
+                    assert!(seg == "error" || seg == "store", "{file}: the engine imports crate::{seg}");
+                }
+            }
+            // Its own children, named by a path (`sqlite::error`, `use value::{..}`).
+            for child in modules.iter().filter(|c| c.rsplit_once("::").is_some_and(|(p, _)| p == module)) {
+                let name = child.rsplit("::").next().unwrap();
+                let named = code
+                    .match_indices(&format!("{name}::"))
+                    .any(|(at, _)| !code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':'));
+                if named {
+                    targets.push(child.clone());
+                }
+            }
+            for target in targets {
+                if target == module {
+                    continue;
+                }
+                assert!(floor(&target) <= floor(&module), "{file} ({module}) imports {target}, a floor above it");
+                edges.entry(module.clone()).or_default().insert(target);
+            }
+        }
+        // No cycle: a depth-first walk that never meets a module still on its path.
+        fn visit(
+            m: &str,
+            edges: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+            path: &mut Vec<String>,
+            done: &mut std::collections::HashSet<String>,
+        ) {
+            if done.contains(m) {
+                return;
+            }
+            if let Some(at) = path.iter().position(|p| p == m) {
+                panic!("import cycle: {} -> {m}", path[at..].join(" -> "));
+            }
+            path.push(m.to_owned());
+            for next in edges.get(m).into_iter().flatten() {
+                visit(next, edges, path, done);
+            }
+            path.pop();
+            done.insert(m.to_owned());
+        }
+        let mut done = std::collections::HashSet::new();
+        for m in edges.keys() {
+            visit(m, &edges, &mut Vec::new(), &mut done);
+        }
+        // The walk saw the floors it checks.
+        assert!(edges.keys().any(|m| floor(m) == 0) && edges.keys().any(|m| floor(m) == 2), "{edges:?}");
+        assert!(edges.values().flatten().any(|t| t == "store::engine::value"), "{edges:?}");
+    }
 
     #[test]
     fn refuses_foreign_files_untouched() {

@@ -15,32 +15,13 @@ use std::io::Read;
 use std::path::Path;
 
 use super::engine::{sqlite, Conn};
+use super::schema::{self, supported_schema_version, HISTORY_VERSION, MIGRATIONS, PG_MIGRATIONS};
 use super::tables::integrity;
 use super::Store;
 use crate::error::{Error, Location, Result};
 
-mod embedded {
-    refinery::embed_migrations!("migrations/sqlite");
-}
-
-#[cfg(feature = "postgres")]
-mod embedded_postgres {
-    refinery::embed_migrations!("migrations/postgres");
-}
-
 /// `PRAGMA application_id` of a decision store: "DSTR".
 const APPLICATION_ID: i64 = 0x4453_5452;
-
-/// The newest version in refinery's history table.
-const HISTORY_VERSION: &str = "SELECT coalesce(max(version), 0) FROM refinery_schema_history";
-
-// `MIGRATIONS` and `PG_MIGRATIONS`, written by build.rs.
-include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
-
-/// The newest schema version this library knows.
-pub fn supported_schema_version() -> i64 {
-    MIGRATIONS.last().map_or(0, |&(version, _, _)| version)
-}
 
 /// What is found at a path before SQLite is allowed to touch it.
 enum FileState {
@@ -224,12 +205,12 @@ impl Store {
             return Ok(());
         }
         let runner = match self.conn.dialect() {
-            super::engine::Dialect::Sqlite => embedded::migrations::runner(),
+            super::engine::Dialect::Sqlite => schema::runner(),
             // Grouped: all pending versions and their history rows in one
             // transaction (PostgreSQL's DDL is transactional), so a crash
             // mid-migration leaves the schema as it was.
             #[cfg(feature = "postgres")]
-            super::engine::Dialect::Postgres => embedded_postgres::migrations::runner().set_grouped(true),
+            super::engine::Dialect::Postgres => schema::postgres_runner().set_grouped(true),
             #[cfg(not(feature = "postgres"))]
             super::engine::Dialect::Postgres => unreachable!("no PostgreSQL connection without the feature"),
         }
@@ -419,37 +400,5 @@ mod server {
             assert_eq!(redact("postgresql://h/db?Password=pw"), "postgresql://h/db");
             assert_eq!(redact("host=h user=u password=pw"), "(a connection string)");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn migration_list_matches_refinery() {
-        let listed: Vec<(i64, String, String)> =
-            MIGRATIONS.iter().map(|&(v, n, c)| (v, n.to_owned(), c.to_owned())).collect();
-        let refinery: Vec<(i64, String, String)> = embedded::migrations::runner()
-            .get_migrations()
-            .iter()
-            .map(|m| (i64::from(m.version()), m.name().to_owned(), m.checksum().to_string()))
-            .collect();
-        assert_eq!(listed, refinery);
-        assert_eq!(supported_schema_version(), 9);
-        assert_eq!(PG_MIGRATIONS.last().map(|m| m.0), Some(9), "both dialects have every version");
-    }
-
-    #[cfg(feature = "postgres")]
-    #[test]
-    fn postgres_migration_list_matches_refinery() {
-        let listed: Vec<(i64, String, String)> =
-            PG_MIGRATIONS.iter().map(|&(v, n, c)| (v, n.to_owned(), c.to_owned())).collect();
-        let refinery: Vec<(i64, String, String)> = embedded_postgres::migrations::runner()
-            .get_migrations()
-            .iter()
-            .map(|m| (i64::from(m.version()), m.name().to_owned(), m.checksum().to_string()))
-            .collect();
-        assert_eq!(listed, refinery);
     }
 }

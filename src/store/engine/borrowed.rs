@@ -24,7 +24,7 @@ use std::ptr::{self, NonNull};
 
 use rusqlite::{ffi, Connection};
 
-use super::Value;
+use super::value::Value;
 
 /// A prepared statement of `conn` that writes: no rows are read from it.
 pub(crate) struct BorrowedStmt<'c> {

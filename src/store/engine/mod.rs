@@ -22,132 +22,22 @@ mod borrowed;
 #[cfg(feature = "postgres")]
 mod postgres;
 pub(crate) mod sqlite;
+pub(crate) mod value;
 
 use std::cell::Cell;
-use std::time::Duration;
 
 #[cfg(feature = "postgres")]
 pub(crate) use self::postgres::Pg;
 use borrowed::BorrowedStmt;
+pub(crate) use value::{bad_column, vals, Dialect, Value, ValueRef, NUL_REASON};
 
 use crate::error::{Error, Result};
-
-/// How long a writer waits for another before giving up with [`Error::Busy`].
-pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A parameter value.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Value<'a> {
-    Null,
-    Int(i64),
-    Real(f64),
-    Text(&'a str),
-    /// A list of keys, for `IN rarray(?N)`.
-    Ints(&'a [i64]),
-    /// A list of texts, for `IN rarray(?N)`.
-    Texts(&'a [String]),
-}
-
-impl From<i64> for Value<'_> {
-    fn from(v: i64) -> Self {
-        Value::Int(v)
-    }
-}
-impl From<u32> for Value<'_> {
-    fn from(v: u32) -> Self {
-        Value::Int(i64::from(v))
-    }
-}
-impl From<bool> for Value<'_> {
-    fn from(v: bool) -> Self {
-        Value::Int(i64::from(v))
-    }
-}
-impl From<f64> for Value<'_> {
-    fn from(v: f64) -> Self {
-        Value::Real(v)
-    }
-}
-impl<'a> From<&'a str> for Value<'a> {
-    fn from(v: &'a str) -> Self {
-        Value::Text(v)
-    }
-}
-impl<'a> From<&'a String> for Value<'a> {
-    fn from(v: &'a String) -> Self {
-        Value::Text(v)
-    }
-}
-impl<'a> From<&'a [i64]> for Value<'a> {
-    fn from(v: &'a [i64]) -> Self {
-        Value::Ints(v)
-    }
-}
-impl<'a> From<&'a [String]> for Value<'a> {
-    fn from(v: &'a [String]) -> Self {
-        Value::Texts(v)
-    }
-}
-impl<'a, T: Into<Value<'a>>> From<Option<T>> for Value<'a> {
-    fn from(v: Option<T>) -> Self {
-        v.map_or(Value::Null, Into::into)
-    }
-}
-impl<'a> From<&'a Option<String>> for Value<'a> {
-    fn from(v: &'a Option<String>) -> Self {
-        v.as_deref().map_or(Value::Null, Value::Text)
-    }
-}
-
-/// Parameters of a statement: `vals![a, b]`.
-macro_rules! vals {
-    ($($v:expr),* $(,)?) => { &[$($crate::store::engine::Value::from($v)),*][..] };
-}
-pub(crate) use vals;
-
-/// A column's value as it is stored, borrowed from its row.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum ValueRef<'a> {
-    Null,
-    Int(i64),
-    Real(f64),
-    Text(&'a str),
-    Blob(&'a [u8]),
-}
-
-impl<'a> From<Option<&'a str>> for ValueRef<'a> {
-    fn from(v: Option<&'a str>) -> Self {
-        v.map_or(ValueRef::Null, ValueRef::Text)
-    }
-}
-
-/// The two engines, for the few statements whose text differs between them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Dialect {
-    Sqlite,
-    Postgres,
-}
-
-impl Dialect {
-    /// `sqlite` on SQLite, `postgres` on PostgreSQL.
-    pub(crate) fn pick<T>(self, sqlite: T, postgres: T) -> T {
-        match self {
-            Dialect::Sqlite => sqlite,
-            Dialect::Postgres => postgres,
-        }
-    }
-}
 
 /// A result row of either engine.
 pub(crate) enum Row<'a> {
     Sqlite(&'a rusqlite::Row<'a>),
     #[cfg(feature = "postgres")]
     Postgres(&'a ::postgres::Row),
-}
-
-/// A column that did not hold what the code asked for.
-pub(crate) fn bad_column(i: usize, what: &str, e: impl std::fmt::Display) -> Error {
-    Error::storage(format!("column {i}: expected {what}: {e}"))
 }
 
 impl Row<'_> {
@@ -244,11 +134,6 @@ pub(crate) enum Conn {
     Postgres(Box<Pg>),
 }
 
-/// PostgreSQL's text cannot hold U+0000 (SQLite's can): refuse it by
-/// field name before the server refuses it by byte. JSON columns are not
-/// affected: JSON writes the character as `\u0000`.
-pub(crate) const NUL_REASON: &str = "holds the NUL character (U+0000), which PostgreSQL text cannot store";
-
 impl Conn {
     pub(crate) fn dialect(&self) -> Dialect {
         match self {
@@ -334,7 +219,10 @@ impl Conn {
     ) -> Result<()> {
         match self {
             #[cfg(feature = "postgres")]
-            Conn::Postgres(pg) if pg.in_transaction() => pg.for_each_streamed(sql, params, f),
+            Conn::Postgres(pg) if pg.in_transaction() => {
+                let mut f = f;
+                pg.for_each_streamed(sql, params, |r| f(&Row::Postgres(r)))
+            }
             _ => self.for_each(sql, params, f),
         }
     }
@@ -407,10 +295,10 @@ impl Conn {
 
     /// Starts a write transaction: SQLite's `BEGIN IMMEDIATE` takes the
     /// file's one write lock at once (so a writer never fails to upgrade a
-    /// read lock), and waits for it up to [`BUSY_TIMEOUT`], polling every
+    /// read lock), and waits for it up to [`BUSY_TIMEOUT`](value::BUSY_TIMEOUT), polling every
     /// millisecond. PostgreSQL's transaction takes no lock of its own: the
     /// tables lock the rows they must serialise on (the log's, the graph's),
-    /// each for as long as [`BUSY_TIMEOUT`] at most.
+    /// each for as long as [`BUSY_TIMEOUT`](value::BUSY_TIMEOUT) at most.
     pub(crate) fn begin_write(&self) -> Result<WriteTx<'_>> {
         match self {
             Conn::Sqlite(c) => c.execute_batch("BEGIN IMMEDIATE").map_err(sqlite::error)?,
@@ -589,7 +477,7 @@ impl Stmt<'_> {
             Stmt::Sqlite(s) => s.execute(rusqlite::params_from_iter(params)).map_err(EngineError::Sqlite),
             Stmt::SqliteWrite(s) => s.execute(params).map_err(EngineError::Sqlite),
             #[cfg(feature = "postgres")]
-            Stmt::Postgres(pg, s) => pg.execute(s, params),
+            Stmt::Postgres(pg, s) => pg.execute(s, params).map_err(EngineError::Postgres),
         }
     }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use postgres::types::{IsNull, ToSql as PgToSql, Type};
 
-use super::{bad_column, EngineError, Row, Value, ValueRef, BUSY_TIMEOUT, NUL_REASON};
+use super::value::{bad_column, Value, ValueRef, BUSY_TIMEOUT, NUL_REASON};
 use crate::error::{EngineCode, Error, Result, StorageError};
 
 /// The client and its prepared statements.
@@ -201,13 +201,15 @@ impl Pg {
         self.client.borrow_mut().query_opt(stmt, &Self::params(params)).map_err(|e| self.fail(e))
     }
 
+    /// Runs a statement; its error is left for the caller to read (and
+    /// counted as aborting the open transaction).
     pub(crate) fn execute(
         &self,
         stmt: &postgres::Statement,
         params: &[Value<'_>],
-    ) -> std::result::Result<usize, EngineError> {
+    ) -> std::result::Result<usize, postgres::Error> {
         let n = self.client.borrow_mut().execute(stmt, &Self::params(params));
-        n.map(|n| n as usize).map_err(|e| EngineError::Postgres(self.failing(e)))
+        n.map(|n| n as usize).map_err(|e| self.failing(e))
     }
 
     /// Reads a query's rows through a server-side cursor, a thousand at a time.
@@ -215,7 +217,7 @@ impl Pg {
         &self,
         sql: &str,
         params: &[Value<'_>],
-        mut f: impl FnMut(&Row<'_>) -> Result<()>,
+        mut f: impl FnMut(&postgres::Row) -> Result<()>,
     ) -> Result<()> {
         let cursor = format!("dstore_rows_{}", self.cursors.get());
         self.cursors.set(self.cursors.get() + 1);
@@ -226,7 +228,7 @@ impl Pg {
             // The borrow ends before `f` runs, so `f` may query the store too.
             let rows = self.client.borrow_mut().query(fetch.as_str(), &[]).map_err(|e| self.fail(e))?;
             for r in &rows {
-                f(&Row::Postgres(r))?;
+                f(r)?;
             }
             if rows.len() < CURSOR_ROWS {
                 break;

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use rusqlite::functions::FunctionFlags;
 use rusqlite::{Connection, OpenFlags};
 
-use super::{ValueRef, BUSY_TIMEOUT};
+use super::value::{Value, ValueRef, BUSY_TIMEOUT};
 use crate::error::{EngineCode, Error, Result, StorageError};
 
 /// How often a writer that waits for the lock tries again.
@@ -79,9 +79,8 @@ pub(crate) fn value_ref(v: rusqlite::types::ValueRef<'_>) -> ValueRef<'_> {
     }
 }
 
-impl rusqlite::ToSql for super::Value<'_> {
+impl rusqlite::ToSql for Value<'_> {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-        use super::Value;
         use rusqlite::types::{ToSqlOutput, Value as Owned, ValueRef as R};
         use std::rc::Rc;
         Ok(match *self {
