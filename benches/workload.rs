@@ -398,3 +398,119 @@ pub fn standard() -> Files {
     std::fs::write(&done, json!({"plan_ids": f.plan_ids, "class_uris": f.class_uris}).to_string()).unwrap();
     f
 }
+
+/// What [`write_source_tree`] wrote.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TreeStats {
+    pub files: usize,
+    pub lines: usize,
+}
+
+/// Writes a deterministic source tree of about `lines` lines under `root`:
+/// Python packages (four fifths of the modules) and Rust crates, each
+/// module with classes or structs, methods and functions that import and
+/// call one another across modules, as code does. Returns what it wrote.
+pub fn write_source_tree(root: &Path, lines: usize, seed: u64) -> std::io::Result<TreeStats> {
+    let mut rng = Rng::new(seed);
+    let mut stats = TreeStats::default();
+    // About 300 lines a module; 20 modules a package.
+    let modules = (lines / 300).max(1);
+    let name = |i: usize| format!("{}_{}", NOUNS[i % NOUNS.len()], i);
+    let class =
+        |i: usize, k: usize| format!("{}{}{}", CAPS[(i + k) % CAPS.len()], NOUNS[k % NOUNS.len()].to_uppercase(), i);
+    let func = |i: usize, k: usize| format!("{}_{}_{}", VERBS[(i + k) % VERBS.len()], NOUNS[k % NOUNS.len()], i);
+    while stats.lines < lines {
+        let m = stats.files;
+        let package = format!("pkg{}", m / 20);
+        let rust = m % 5 == 4;
+        let mut text = String::new();
+        let others: Vec<usize> = (0..3).map(|_| rng.below(modules.max(m + 1))).collect();
+        if rust {
+            let _ = writeln!(text, "//! The {} of {package}: {}", name(m), prose(&mut rng, 40, 90));
+            for &o in &others {
+                let _ = writeln!(text, "use crate::{}::{};", name(o), class(o, 0));
+            }
+            text.push('\n');
+            for k in 0..3 {
+                let _ = writeln!(
+                    text,
+                    "/// {}\n#[derive(Debug, Clone, Default)]\npub struct {} {{",
+                    prose(&mut rng, 30, 80),
+                    class(m, k)
+                );
+                for f in 0..4 {
+                    let _ = writeln!(text, "    pub {}: u64,", NOUNS[(f + k) % NOUNS.len()]);
+                }
+                let _ = writeln!(text, "}}\n\nimpl {} {{", class(m, k));
+                for j in 0..5 {
+                    let o = others[j % others.len()];
+                    let _ = writeln!(
+                        text,
+                        "    /// {}\n    pub fn {}(&self, n: u64) -> u64 {{\n        let mut total = self.{};\n        for i in 0..n {{\n            total += {}(i);\n        }}\n        if total > {} {{\n            return {}::default().{}(total);\n        }}\n        total\n    }}\n",
+                        prose(&mut rng, 20, 60),
+                        func(m, j),
+                        NOUNS[j % 4 + k],
+                        func(o, 5),
+                        rng.below(1000),
+                        class(o, 0),
+                        func(o, j % 5),
+                    );
+                }
+                text.push_str("}\n\n");
+            }
+            for j in 5..9 {
+                let _ = writeln!(
+                    text,
+                    "/// {}\npub fn {}(x: u64) -> u64 {{\n    let y = x.wrapping_mul({});\n    y ^ (y >> 7)\n}}\n",
+                    prose(&mut rng, 20, 60),
+                    func(m, j),
+                    3 + rng.below(97)
+                );
+            }
+        } else {
+            let _ = writeln!(
+                text,
+                "\"\"\"The {} of {package}: {}\"\"\"\n\nimport os\nimport json",
+                name(m),
+                prose(&mut rng, 40, 90)
+            );
+            for &o in &others {
+                let _ = writeln!(text, "from pkg{}.{} import {}, {}", o / 20, name(o), class(o, 0), func(o, 5));
+            }
+            let _ = writeln!(text, "\nLIMIT = {}\n", rng.below(10_000));
+            for k in 0..3 {
+                let base = if k == 0 { class(others[0], 0) } else { class(m, 0) };
+                let _ =
+                    writeln!(text, "\nclass {}({base}):\n    \"\"\"{}\"\"\"\n", class(m, k), prose(&mut rng, 30, 80));
+                let _ = writeln!(text, "    def __init__(self, {0}=None, limit=LIMIT):\n        self.{0} = {0}\n        self.limit = limit\n", NOUNS[k]);
+                for j in 0..5 {
+                    let o = others[j % others.len()];
+                    let _ = writeln!(
+                        text,
+                        "    def {}(self, items, key=None):\n        \"\"\"{}\"\"\"\n        total = 0\n        for item in items:\n            total += {}(item)\n        if key is not None and total > self.limit:\n            return {}(key).{}(items)\n        return self.{}(total)\n",
+                        func(m, j),
+                        prose(&mut rng, 20, 60),
+                        func(o, 5),
+                        class(o, 0),
+                        func(o, j % 5),
+                        func(m, (j + 1) % 5),
+                    );
+                }
+            }
+            for j in 5..9 {
+                let _ = writeln!(text, "\ndef {}(value, scale=2):\n    \"\"\"{}\"\"\"\n    data = json.dumps({{\"v\": value}})\n    return len(data) * scale + {}\n", func(m, j), prose(&mut rng, 20, 60), rng.below(50));
+            }
+        }
+        let dir = root.join(&package);
+        let file =
+            if rust { dir.join("src").join(format!("{}.rs", name(m))) } else { dir.join(format!("{}.py", name(m))) };
+        std::fs::create_dir_all(file.parent().expect("a file has a directory"))?;
+        std::fs::write(&file, &text)?;
+        if !rust && !dir.join("__init__.py").exists() {
+            std::fs::write(dir.join("__init__.py"), "")?;
+        }
+        stats.files += 1;
+        stats.lines += text.lines().count();
+    }
+    Ok(stats)
+}

@@ -35,12 +35,12 @@
 //! - [`Store::insert_many`] is one transaction for the batch the caller
 //!   hands over (all or nothing, as documented there): hand over a few
 //!   thousand decisions at a time;
-//! - an import commits every [`BATCH`](workflows::import::BATCH) records
-//!   ([`BATCH_POSTGRES`](workflows::import::BATCH_POSTGRES) on PostgreSQL),
-//!   unless asked to be atomic ([`Commit::Atomic`]), and leaves the lock
-//!   free for a moment between two batches;
+//! - an import commits every [`BATCH`] records, or earlier once it has
+//!   held the lock for [`MAX_HOLD`], unless asked to be atomic
+//!   ([`Commit::Atomic`]), and leaves the lock free for a moment between
+//!   two batches;
 //! - an ingest parses outside any transaction and writes at most
-//!   [`INGEST_BOUND`] rows per transaction;
+//!   `INGEST_BOUND` rows per transaction, or [`MAX_HOLD`]'s worth;
 //! - a copy writes its destination in batches as an import does.
 //!
 //! The one exception is the first load into an empty store file that no
@@ -78,7 +78,7 @@ pub use tables::graph::{GraphCounts, Neighbour};
 pub use tables::integrity::{Anchor, AnchorScope};
 pub use tables::rows::PreparedDecision;
 pub use workflows::copy::CopyReport;
-pub use workflows::import::{Commit, ImportOptions, ImportReport, BATCH, BATCH_POSTGRES};
+pub use workflows::import::{Commit, ImportOptions, ImportReport, BATCH, MAX_HOLD};
 #[cfg(feature = "ingest")]
 pub use workflows::ingest::BOUND as INGEST_BOUND;
 

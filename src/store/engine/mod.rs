@@ -430,6 +430,11 @@ impl<'c> Bulk<'c> {
         self.conn.begin_write()
     }
 
+    /// True while the load writes the file without the log.
+    pub(crate) fn is_unlogged(&self) -> bool {
+        self.unlogged.get()
+    }
+
     /// Call after a commit when another transaction of the load follows:
     /// on SQLite it leaves the lock free for [`sqlite::BULK_GAP`], so a
     /// writer that waits for it gets in (PostgreSQL queues waiters itself).

@@ -9,8 +9,8 @@
 //!
 //! The source is read in one read transaction (one snapshot, however much
 //! is written to it meanwhile). The destination is written in transactions
-//! of at most [`Commit::bound`](super::import::Commit::bound) entries,
-//! nodes or edges each, with the lock left free between two of them.
+//! of at most [`BATCH`](super::import::BATCH) entries, nodes or edges each,
+//! with the lock left free between two of them.
 
 use serde::Serialize;
 
@@ -98,7 +98,7 @@ fn copy_log_and_graph(
     first_load: bool,
     progress: &mut impl FnMut(&CopyReport),
 ) -> Result<CopyReport> {
-    let bound = Commit::Bounded.bound(dst) as usize;
+    let bound = Commit::Bounded.limit(false).records as usize;
     let mut report = CopyReport::default();
     let links = src.query_vec(
         "SELECT decision_id, superseded_by, log_index FROM supersessions ORDER BY log_index",

@@ -12,15 +12,20 @@
 //! ## Locking
 //!
 //! Each transaction holds the write lock (SQLite) or the log's or graph's
-//! row lock (PostgreSQL) for at most [`Commit::bound`] records and the
-//! records that waited for them; between two transactions the lock is left
-//! free for a moment, so another writer's single insert waits for one batch
-//! at most. [`Commit::Atomic`] holds it for the whole import: other writers
-//! wait up to the busy timeout (5 s), then fail with `Error::Busy`.
+//! row lock (PostgreSQL) for at most [`BATCH`] records (and the records that
+//! waited for them), and commits early once it has held it for
+//! [`MAX_HOLD`]; between two transactions the lock is left free for a
+//! moment, so another writer's single insert waits for about one batch at
+//! most. A first load into an empty file that no other connection has open
+//! commits every 65,536 records or 500 ms instead, until another connection
+//! opens the file. [`Commit::Atomic`] holds the lock for the whole import:
+//! other writers wait up to the busy timeout (5 s), then fail with
+//! `Error::Busy`.
 
 use std::io::BufRead;
 use std::ops::Range;
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -36,8 +41,9 @@ use crate::uko::{UkoEdge, UkoNode};
 /// When an import commits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Commit {
-    /// After every [`BATCH`] records (the default), so no writer waits on
-    /// the import for longer than one batch takes.
+    /// After at most [`BATCH`] records, and earlier once the transaction
+    /// has held the lock for [`MAX_HOLD`] (the default): no writer waits on
+    /// the import for longer than that.
     #[default]
     Bounded,
     /// After every this many records.
@@ -47,20 +53,35 @@ pub enum Commit {
     Atomic,
 }
 
-/// Records per transaction of a [`Commit::Bounded`] import: about 20 ms of
-/// writing on SQLite. PostgreSQL, which takes a round trip per row, writes
-/// a tenth of it, [`BATCH_POSTGRES`].
-pub const BATCH: usize = 2048;
-/// [`BATCH`] on PostgreSQL.
-pub const BATCH_POSTGRES: usize = 256;
+/// The most records a [`Commit::Bounded`] transaction holds.
+pub const BATCH: usize = 4096;
+/// How long a [`Commit::Bounded`] transaction holds the lock at most
+/// (give or take the [`RUN`] of records it is writing when the time is up).
+pub const MAX_HOLD: Duration = Duration::from_millis(25);
+/// [`BATCH`] and [`MAX_HOLD`] of a first load into an empty file that no
+/// other connection has open (see `engine::Bulk`): each of its commits
+/// syncs the file, and there is no other writer to wait for it.
+const FIRST_LOAD_BATCH: usize = 65_536;
+const FIRST_LOAD_HOLD: Duration = Duration::from_millis(500);
+/// Records written between two looks at the clock.
+const RUN: usize = 32;
+
+/// What ends one transaction of an import.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limit {
+    pub(crate) records: u64,
+    pub(crate) hold: Option<Duration>,
+}
 
 impl Commit {
-    /// The most records one transaction holds (`u64::MAX`: no bound).
-    pub(crate) fn bound(self, conn: &Conn) -> u64 {
+    /// The limit of a transaction; `unlogged`: it writes a first load
+    /// without the log.
+    pub(crate) fn limit(self, unlogged: bool) -> Limit {
         match self {
-            Commit::Bounded => conn.dialect().pick(BATCH, BATCH_POSTGRES) as u64,
-            Commit::Every(n) => n.max(1) as u64,
-            Commit::Atomic => u64::MAX,
+            Commit::Bounded if unlogged => Limit { records: FIRST_LOAD_BATCH as u64, hold: Some(FIRST_LOAD_HOLD) },
+            Commit::Bounded => Limit { records: BATCH as u64, hold: Some(MAX_HOLD) },
+            Commit::Every(n) => Limit { records: n.max(1) as u64, hold: None },
+            Commit::Atomic => Limit { records: u64::MAX, hold: None },
         }
     }
 }
@@ -533,11 +554,12 @@ pub(crate) fn import<S: ImportState, const N: usize>(
     };
     let mut readers: Vec<Lines<&mut dyn BufRead>> = sources.into_iter().map(|(_, r)| Lines::new(r)).collect();
     let mut reports = [ImportReport::default(); N];
-    let batch = options.commit.bound(conn);
+
     std::thread::scope(|scope| -> Result<[ImportReport; N]> {
         let bulk = conn.bulk(first_load);
         let mut tx = bulk.begin()?;
         state.begin(&tx)?;
+        let (mut limit, mut began) = (options.commit.limit(bulk.is_unlogged()), Instant::now());
         // Declared after `tx`, so dropped (finalized) before it.
         let mut statements = S::statements(conn)?;
         let mut in_batch = 0u64;
@@ -616,7 +638,10 @@ pub(crate) fn import<S: ImportState, const N: usize>(
                     owner = source;
                 }
                 // A run ends at the next commit, at a line that did not parse, or with the chunk.
-                let room = usize::try_from(batch - in_batch).unwrap_or(usize::MAX);
+                let mut room = usize::try_from(limit.records - in_batch).unwrap_or(usize::MAX);
+                if limit.hold.is_some() {
+                    room = room.min(RUN);
+                }
                 let end = bad.unwrap_or(chunk.lines.len()).min(start.saturating_add(room));
                 let run = &chunk.lines[start..end];
                 let before = reports[source].lines;
@@ -624,7 +649,7 @@ pub(crate) fn import<S: ImportState, const N: usize>(
                 let items = run.iter().map(|(line, item)| (*line, item.as_ref().expect("a run holds parsed lines")));
                 state.record(&tx, &mut statements, source, items, &mut reports[source]).map_err(name_it(source))?;
                 in_batch += run.len() as u64;
-                if in_batch == batch {
+                if in_batch == limit.records || limit.hold.is_some_and(|h| began.elapsed() >= h) {
                     state.before_commit(&tx)?;
                     tx.commit()?;
                     reports[owner].batches += 1;
@@ -632,6 +657,7 @@ pub(crate) fn import<S: ImportState, const N: usize>(
                     bulk.between();
                     tx = bulk.begin()?;
                     state.begin(&tx)?;
+                    (limit, began) = (options.commit.limit(bulk.is_unlogged()), Instant::now());
                 }
                 if bad == Some(end) {
                     let (line, item) = chunk.lines.swap_remove(end);

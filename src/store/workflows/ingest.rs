@@ -13,7 +13,7 @@
 //!    changes to make: nodes to replace or remove per file, edges to remove
 //!    and add. Re-ingesting an unchanged tree plans nothing and writes nothing.
 //! 4. **Apply** the plan in write transactions of at most [`BOUND`] rows
-//!    each. Each one first checks that the graph's generation is the one the
+//!    and about [`MAX_HOLD`] each. Each one first checks that the graph's generation is the one the
 //!    plan was made from (or the one the previous transaction left): when
 //!    another writer changed the graph meanwhile, the ingest reads and plans
 //!    again, keeping what it parsed.
@@ -25,7 +25,8 @@
 //! a failure leaves the graph as it was. A larger one (the first ingest of
 //! a large tree) is applied in several, each holding the write lock
 //! (SQLite) or the graph's row lock (PostgreSQL, where writers of the
-//! decision log never wait for it) for [`BOUND`] rows at most, with the
+//! decision log never wait for it) for [`BOUND`] rows or [`MAX_HOLD`] at
+//! most (one file's changes are never split), with the
 //! lock left free between two of them. Should it fail part-way, each file
 //! is either as it was or as it is now, and the next ingest finishes the
 //! work: the graph is marked resolved (`graph_state.resolved`) only by the
@@ -33,6 +34,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
+use std::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::ingest::resolve::{resolve, CodeEdge, CodeNode};
@@ -40,6 +42,7 @@ use crate::ingest::walk::{parse_all, walk, Found};
 use crate::ingest::{FileGraph, IngestOptions, IngestReport, Reference, Root, SkippedFile};
 use crate::store::engine::{Conn, WriteTx, NUL_REASON};
 use crate::store::tables::{graph, references};
+use crate::store::workflows::import::MAX_HOLD;
 use crate::uko::{UkoEdge, UkoNode};
 
 /// The most rows (nodes, views, references, edges) one transaction writes.
@@ -438,8 +441,9 @@ fn apply(conn: &Conn, plan: &Plan, mut generation: i64, report: &mut IngestRepor
         if graph::lock(&tx)? != generation {
             return Ok(Applied::Moved);
         }
-        let mut rows = 0;
-        while let Some(step) = steps.next_if(|s| rows == 0 || rows + s.rows() <= BOUND) {
+        let (mut rows, began) = (0, Instant::now());
+        while let Some(step) = steps.next_if(|s| rows == 0 || (rows + s.rows() <= BOUND && began.elapsed() < MAX_HOLD))
+        {
             rows += step.rows();
             write(&tx, &step, report)?;
         }
