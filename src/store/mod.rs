@@ -23,7 +23,7 @@
 //! SQLite files are in WAL mode: readers never block writers and see whole
 //! transactions only. Every write transaction starts with `BEGIN
 //! IMMEDIATE`, which takes the file's one write lock; a writer that finds
-//! it taken polls every millisecond for up to 5 s, then fails with
+//! it taken polls every half millisecond for up to 5 s, then fails with
 //! [`Error::Busy`]. On PostgreSQL, writers of the decision log queue on the
 //! `store_log` row and writers of the graph on the `graph_state` row, each
 //! for 5 s at most, so a graph write never waits for a decision's, nor the
