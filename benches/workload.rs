@@ -478,11 +478,11 @@ pub fn write_source_tree(root: &Path, lines: usize, seed: u64) -> std::io::Resul
                 let _ = writeln!(text, "from pkg{}.{} import {}, {}", o / 20, name(o), class(o, 0), func(o, 5));
             }
             let _ = writeln!(text, "\nLIMIT = {}\n", rng.below(10_000));
-            for k in 0..3 {
+            for (k, field) in NOUNS.iter().enumerate().take(3) {
                 let base = if k == 0 { class(others[0], 0) } else { class(m, 0) };
                 let _ =
                     writeln!(text, "\nclass {}({base}):\n    \"\"\"{}\"\"\"\n", class(m, k), prose(&mut rng, 30, 80));
-                let _ = writeln!(text, "    def __init__(self, {0}=None, limit=LIMIT):\n        self.{0} = {0}\n        self.limit = limit\n", NOUNS[k]);
+                let _ = writeln!(text, "    def __init__(self, {field}=None, limit=LIMIT):\n        self.{field} = {field}\n        self.limit = limit\n");
                 for j in 0..5 {
                     let o = others[j % others.len()];
                     let _ = writeln!(

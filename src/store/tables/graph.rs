@@ -196,8 +196,11 @@ pub(crate) fn keys_of(conn: &Conn, uris: &[String]) -> Result<HashMap<String, No
     Ok(conn.query_vec(RESOLVE, vals![uris], |r| Ok((r.string(0)?, r.i64(1)?)))?.into_iter().collect())
 }
 
-/// (key, uri, kind, version) of each of these URIs that names a stored node.
-pub(crate) fn node_rows(conn: &Conn, uris: &[String]) -> Result<Vec<(NodeKey, String, String, Option<String>)>> {
+/// A stored node's key, URI, kind and version.
+pub(crate) type NodeRow = (NodeKey, String, String, Option<String>);
+
+/// The [`NodeRow`] of each of these URIs that names a stored node.
+pub(crate) fn node_rows(conn: &Conn, uris: &[String]) -> Result<Vec<NodeRow>> {
     conn.query_vec("SELECT node_id, uri, kind, version FROM uko_nodes WHERE uri IN rarray(?1)", vals![uris], |r| {
         Ok((r.i64(0)?, r.string(1)?, r.string(2)?, r.opt_string(3)?))
     })
