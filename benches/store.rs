@@ -419,7 +419,7 @@ fn summary(files: &workload::Files, lib: &Path, foci: &[String]) {
 
 /// A source tree of 132,000 lines (written once): Python packages and Rust
 /// crates whose modules import and call one another
-/// ([`workload::write_source_tree`], the tree `tests/writers.rs` ingests).
+/// ([`workload::write_source_tree`], the tree `tests/it/writers.rs` ingests).
 fn python_tree(files: &workload::Files) -> PathBuf {
     let root = files.dir.join("tree-132k");
     let done = files.dir.join("tree-132k.done");

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Three writers on one store at full size (tests/writers.rs): while one
+# Three writers on one store at full size (tests/it/writers.rs): while one
 # process ingests a 700,000-line tree and another imports 1,000,000
 # decisions, a third inserts one decision every 10 ms. On a file, then on a
 # throwaway PostgreSQL server (scripts/pg-test-server). Release build;
@@ -11,4 +11,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export DSTORE_WRITERS_LINES=${DSTORE_WRITERS_LINES:-700000}
 export DSTORE_WRITERS_DECISIONS=${DSTORE_WRITERS_DECISIONS:-1000000}
-scripts/pg-test-server cargo test --release --locked --quiet --test writers -- --nocapture three_writers
+scripts/pg-test-server cargo test --release --locked --quiet --test it -- --nocapture writers::three_writers

@@ -5,8 +5,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-mod common;
-use common::{all_at_once, dstore, dstore_with_stdin, fails, json, ok, s};
+use crate::common::{all_at_once, dstore, dstore_with_stdin, fails, json, ok, s};
 
 struct Demo {
     dir: tempfile::TempDir,

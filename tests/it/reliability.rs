@@ -59,7 +59,7 @@ const BATCH: usize = 40;
 /// (passed in the variable `env`), its stdout piped back.
 fn spawn_child(name: &str, env: &str, db: &Path) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .args(["--exact", &format!("reliability::{name}"), "--nocapture", "--test-threads=1"])
         .env(env, db)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -252,8 +252,13 @@ fn load_child() {
 #[test]
 fn a_writer_killed_in_a_first_load_leaves_an_empty_store() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut empty, mut unlogged) = (0, 0);
-    for (round, delay_ms) in [5u64, 20, 40, 80, 160].into_iter().enumerate() {
+    let (mut empty, mut whole, mut unlogged) = (0, 0, 0);
+    // Kill sooner after a round that let the load commit, later after one
+    // that left the store empty, until both have been seen (and one kill
+    // found the load writing the file directly), 40 rounds at most.
+    let mut delay_ms = 20u64;
+    let mut round = 0;
+    while (empty == 0 || whole == 0 || unlogged == 0) && round < 40 {
         let db = dir.path().join(format!("load{round}.db"));
         let mut child = spawn_child("load_child", LOAD_ENV, &db);
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -279,16 +284,24 @@ fn a_writer_killed_in_a_first_load_leaves_an_empty_store() {
         assert_eq!(journal_mode(&db), "wal", "round {round}");
         if counts.is_empty() {
             empty += 1;
+            delay_ms = delay_ms * 3 / 2 + 1;
             // What the killed load left behind does not get in the way of the next one.
             let plan = batch_plan(3_000);
             store.insert_many(&plan).unwrap();
             assert_eq!(store.check().unwrap(), Vec::new(), "round {round}: after loading again");
             assert_eq!(dump(&store), plan.iter().map(Decision::to_json).collect::<Vec<_>>());
+        } else {
+            whole += 1;
+            delay_ms = (delay_ms * 2 / 3).max(1);
         }
+        round += 1;
     }
     assert!(empty > 0, "every kill came after the load committed: the test did not test it");
+    assert!(whole > 0, "no load ever committed before its kill: the test did not test it");
     assert!(unlogged > 0, "no kill found the load writing the file directly: the test did not test it");
-    println!("5 kills in a first load: {empty} left an empty store, the rest the whole load; {unlogged} caught it writing the file");
+    println!(
+        "{round} kills in a first load: {empty} left an empty store, {whole} the whole load; {unlogged} caught it writing the file"
+    );
 }
 
 // ---------------------------------------------------------------- 2. concurrent use
@@ -317,10 +330,12 @@ fn four_writers_and_four_readers_share_one_file() {
         store.upsert_edges(&edges).unwrap();
     }
     let stop = Arc::new(AtomicBool::new(false));
+    // Writers' batches and readers' rounds so far, one counter each.
+    let progress: Arc<Vec<std::sync::atomic::AtomicUsize>> = Arc::new((0..8).map(|_| Default::default()).collect());
     const WRITE: usize = 10;
     let writers: Vec<_> = (0..4)
         .map(|w| {
-            let (path, stop) = (path.clone(), stop.clone());
+            let (path, stop, progress) = (path.clone(), stop.clone(), progress.clone());
             std::thread::spawn(move || -> (PlanId, usize) {
                 let mut store = Store::open(&path).unwrap();
                 let plan = PlanId::generate();
@@ -343,6 +358,7 @@ fn four_writers_and_four_readers_share_one_file() {
                     store.insert_many(&batch).unwrap_or_else(|e| panic!("writer {w}: {e}"));
                     written += batch.len();
                     batch.clear();
+                    progress[w].fetch_add(1, Ordering::Relaxed);
                 }
                 (plan, written)
             })
@@ -350,7 +366,7 @@ fn four_writers_and_four_readers_share_one_file() {
         .collect();
     let readers: Vec<_> = (0..4)
         .map(|r| {
-            let (path, stop) = (path.clone(), stop.clone());
+            let (path, stop, progress) = (path.clone(), stop.clone(), progress.clone());
             std::thread::spawn(move || -> usize {
                 let store = Store::open_read_only(&path).unwrap();
                 let projector = DepthBreadthProjector::new();
@@ -368,13 +384,21 @@ fn four_writers_and_four_readers_share_one_file() {
                     let spec = ProjectionSpec::new([format!("class://C{}", reads % 50)], 3, 4).unwrap();
                     assert!(projector.project(&store, &spec).unwrap().nodes.len() > 1);
                     reads += 1;
+                    progress[4 + r].fetch_add(1, Ordering::Relaxed);
                 }
                 reads
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_secs(3));
+    // Until every writer has committed 20 batches and every reader has
+    // read 20 rounds of them, a minute at most.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while progress.iter().any(|p| p.load(Ordering::Relaxed) < 20) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     stop.store(true, Ordering::Relaxed);
+    let counts: Vec<usize> = progress.iter().map(|p| p.load(Ordering::Relaxed)).collect();
+    assert!(counts.iter().all(|&n| n >= 20), "not every writer and reader got to work in a minute: {counts:?}");
     let written: Vec<(PlanId, usize)> = writers.into_iter().map(|w| w.join().expect("a writer failed")).collect();
     let reads: usize = readers.into_iter().map(|r| r.join().expect("a reader failed")).sum();
     let store = Store::open_read_only(&path).unwrap();

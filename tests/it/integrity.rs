@@ -12,8 +12,7 @@ use decision_store::{DecisionType, Error, PlanId, Store};
 use rusqlite::Connection;
 use serde_json::Value;
 
-mod common;
-use common::{dstore, ok, s};
+use crate::common::{dstore, ok, s};
 
 /// A ULID of the given prefix and number (Crockford base32).
 fn ulid(prefix: &str, mut n: u64) -> String {

@@ -3,12 +3,10 @@
 //! touches nothing, edits, removed files, bad input, and decisions that go
 //! stale when the code they saw changes.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::{dstore, ok, s};
+use crate::common::{dstore, ok, s};
 use decision_store::ingest::IngestOptions;
 use decision_store::projection::{Cl100k, Depth, DepthBreadthProjector, ProjectionSpec};
 use decision_store::stale::StaleOptions;

@@ -5,13 +5,13 @@
 //! test prints how long the inserts waited (p50, p99, max). Run on a file,
 //! and on PostgreSQL when `DSTORE_TEST_POSTGRES_URL` names a server.
 //!
-//! The sizes default to a tree of 40,000 lines and 60,000 decisions;
+//! The sizes default to a tree of 25,000 lines and 30,000 decisions;
 //! `DSTORE_WRITERS_LINES` and `DSTORE_WRITERS_DECISIONS` set others
 //! (`benches/writers.sh` runs 700,000 and 1,000,000 for BENCHMARKS.md).
 //! Timings are printed, never asserted: the machine is shared.
 
 #[allow(dead_code)]
-#[path = "../benches/workload.rs"]
+#[path = "../../benches/workload.rs"]
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -100,7 +100,7 @@ fn writer_child() {
 
 fn child(role: &str, target: &str, input: &Path, output: &Path) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "writer_child", "--nocapture", "--test-threads=1"])
+        .args(["--exact", "writers::writer_child", "--nocapture", "--test-threads=1"])
         .env(ROLE, role)
         .env(TARGET, target)
         .env(INPUT, input)
@@ -129,8 +129,8 @@ fn inputs() -> &'static Inputs {
     INPUTS.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         let tree = dir.path().join("tree");
-        let stats = workload::write_source_tree(&tree, size("DSTORE_WRITERS_LINES", 40_000), 7).unwrap();
-        let count = size("DSTORE_WRITERS_DECISIONS", 60_000);
+        let stats = workload::write_source_tree(&tree, size("DSTORE_WRITERS_LINES", 25_000), 7).unwrap();
+        let count = size("DSTORE_WRITERS_DECISIONS", 30_000);
         let decisions = dir.path().join("decisions.jsonl");
         // Plans of 250 decisions, as gen.py's defaults.
         let per_plan = 250.min(count);

@@ -2,11 +2,9 @@
 //! against temp-file stores; calibration figures checked against values
 //! worked out by hand.
 
-mod common;
-
 use std::path::Path;
 
-use common::{dstore, json, ok, s};
+use crate::common::{dstore, json, ok, s};
 use decision_store::calibration::{CalibrationOptions, GroupBy};
 use decision_store::stale::{RiskPath, StaleOptions};
 use decision_store::uko::{UkoEdge, UkoNode};
