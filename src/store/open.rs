@@ -4,7 +4,7 @@
 //!
 //! ## Compatibility
 //!
-//! The schema lives in `migrations/` (refinery, append-only, checksummed).
+//! The schema lives in `migrations/` (append-only, checksummed; see `schema`).
 //! A file is recognised as a store by its SQLite `application_id`; a store
 //! written by a newer schema is refused with [`Error::IncompatibleVersion`],
 //! and files of other applications with [`Error::NotAStore`], before anything
@@ -15,7 +15,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::engine::{sqlite, Conn};
-use super::schema::{self, supported_schema_version, HISTORY_VERSION, MIGRATIONS, PG_MIGRATIONS};
+use super::schema::{self, supported_schema_version, HISTORY_VERSION};
 use super::tables::integrity;
 use super::Store;
 use crate::error::{Error, Location, Result};
@@ -168,13 +168,12 @@ impl Store {
     }
 
     /// Compares every migration recorded in the store with the library's
-    /// migration of the same version, by reading only. refinery validates
-    /// only when a migration is pending; this runs on every open, so a store
-    /// whose recorded history differs from the library's is never written.
+    /// migration of the same version, by reading only. It runs on every
+    /// open, so a store whose recorded history differs from the library's
+    /// is never written.
     fn verify_history(&self) -> Result<()> {
-        let list = self.conn.dialect().pick(MIGRATIONS, PG_MIGRATIONS);
         let known: std::collections::HashMap<i64, (&str, &str)> =
-            list.iter().map(|&(version, name, checksum)| (version, (name, checksum))).collect();
+            schema::migrations(self.conn.dialect()).iter().map(|m| (m.version, (m.name, m.checksum))).collect();
         let rows = self.conn.query_vec(
             "SELECT version, name, checksum FROM refinery_schema_history ORDER BY version",
             &[],
@@ -204,25 +203,7 @@ impl Store {
         if self.schema_version()? == supported_schema_version() {
             return Ok(());
         }
-        let runner = match self.conn.dialect() {
-            super::engine::Dialect::Sqlite => schema::runner(),
-            // Grouped: all pending versions and their history rows in one
-            // transaction (PostgreSQL's DDL is transactional), so a crash
-            // mid-migration leaves the schema as it was.
-            #[cfg(feature = "postgres")]
-            super::engine::Dialect::Postgres => schema::postgres_runner().set_grouped(true),
-            #[cfg(not(feature = "postgres"))]
-            super::engine::Dialect::Postgres => unreachable!("no PostgreSQL connection without the feature"),
-        }
-        .set_abort_divergent(true)
-        .set_abort_missing(true);
-        if let Err(e) = self.conn.migrate(runner) {
-            // Another process may have migrated the same store meanwhile.
-            if self.schema_version()? != supported_schema_version() {
-                return Err(e);
-            }
-        }
-        Ok(())
+        schema::migrate(&self.conn)
     }
 
     /// The schema version of the store (0 for one not yet initialised).

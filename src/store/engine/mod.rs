@@ -171,7 +171,6 @@ impl Conn {
     }
 
     /// Statements without parameters or results, separated by `;`.
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
         match self {
             Conn::Sqlite(c) => c.execute_batch(sql).map_err(sqlite::error),
@@ -344,16 +343,6 @@ impl Conn {
             #[cfg(feature = "postgres")]
             Conn::Postgres(pg) => pg.end(sql),
         }
-    }
-
-    /// Applies `runner`'s pending migrations on this connection.
-    pub(crate) fn migrate(&mut self, runner: refinery::Runner) -> Result<()> {
-        let outcome = match self {
-            Conn::Sqlite(c) => runner.run(c).map(drop),
-            #[cfg(feature = "postgres")]
-            Conn::Postgres(pg) => runner.run(&mut *pg.client()).map(drop),
-        };
-        outcome.map_err(|e| Error::storage(format!("migration: {e}")))
     }
 }
 

@@ -170,10 +170,6 @@ impl Pg {
         out
     }
 
-    pub(crate) fn client(&self) -> std::cell::RefMut<'_, postgres::Client> {
-        self.client.borrow_mut()
-    }
-
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
         self.client.borrow_mut().batch_execute(sql).map_err(|e| self.fail(e))
     }
