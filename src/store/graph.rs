@@ -217,6 +217,30 @@ mod tests {
         ns.iter().map(|n| (n.uri.as_str(), n.relation.as_str(), n.direction)).collect()
     }
 
+    /// A snapshot read on the writer's own connection leaves nothing open:
+    /// the decision written next is committed for every other connection.
+    #[test]
+    fn a_write_after_a_snapshot_is_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let mut s = Store::open(&path).unwrap();
+        s.upsert_nodes(&[
+            UkoNode::new("class://A", "d:", "class", "A"),
+            UkoNode::new("class://B", "d:", "class", "B").with_version("v2"),
+        ])
+        .unwrap();
+        let snapshot = s.snapshot_of(&["class://A", "class://B"]).unwrap();
+        assert!(!s.conn.in_transaction());
+        let d = crate::Decision::builder(crate::PlanId::generate(), crate::DecisionType::PromptDefinition, 0)
+            .context_snapshot(snapshot)
+            .build()
+            .unwrap();
+        s.insert_next(&d).unwrap();
+        assert!(!s.conn.in_transaction());
+        let other = Store::open_read_only(&path).unwrap();
+        assert_eq!(other.decision(d.decision_id()).unwrap(), d);
+    }
+
     #[test]
     fn records_and_uris_come_in_the_order_asked_for() {
         let s = store();

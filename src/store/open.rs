@@ -11,7 +11,6 @@
 //! is written to them.
 
 use std::fs;
-use std::io::Read;
 use std::path::Path;
 
 use super::engine::{sqlite, Conn};
@@ -27,9 +26,15 @@ const APPLICATION_ID: i64 = 0x4453_5452;
 enum FileState {
     Missing,
     Empty,
-    Sqlite,
+    Present,
 }
 
+/// What is at `path`, from its metadata alone. The file is not opened
+/// here: closing any descriptor of a file drops every POSIX lock that the
+/// process holds on it, so a read of the header while another connection of
+/// this process has the store open would let a third process believe the
+/// file unused and delete the write-ahead log under it. SQLite reads the
+/// header itself (see `identify`: a file that is not SQLite is NotSqlite).
 fn inspect(path: &Path) -> Result<FileState> {
     let meta = match fs::metadata(path) {
         Ok(m) => m,
@@ -45,19 +50,7 @@ fn inspect(path: &Path) -> Result<FileState> {
     if meta.len() == 0 {
         return Ok(FileState::Empty);
     }
-    let mut header = [0u8; 16];
-    let mut file = fs::File::open(path)?;
-    let mut read = 0;
-    while read < header.len() {
-        match file.read(&mut header[read..])? {
-            0 => break,
-            n => read += n,
-        }
-    }
-    if read < header.len() || &header != b"SQLite format 3\0" {
-        return Err(Error::NotSqlite { path: path.to_owned() });
-    }
-    Ok(FileState::Sqlite)
+    Ok(FileState::Present)
 }
 
 impl Store {
@@ -82,7 +75,7 @@ impl Store {
         let state = inspect(path)?;
         let conn = sqlite::open(path, false, &integrity::FUNCTIONS)?;
         let mut store = Store::new(Conn::Sqlite(conn), Location::File(path.to_owned()), false);
-        if matches!(state, FileState::Sqlite) {
+        if matches!(state, FileState::Present) {
             store.identify()?;
         }
         store.configure()?;
@@ -101,7 +94,7 @@ impl Store {
         let path = path.as_ref();
         match inspect(path)? {
             FileState::Missing | FileState::Empty => return Err(Error::NotCreated { path: path.to_owned() }),
-            FileState::Sqlite => {}
+            FileState::Present => {}
         }
         let conn = sqlite::open(path, true, &integrity::FUNCTIONS)?;
         let store = Store::new(Conn::Sqlite(conn), Location::File(path.to_owned()), true);

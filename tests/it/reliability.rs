@@ -895,3 +895,39 @@ fn a_store_written_by_schema_version_1_opens_migrates_and_reads_back_unchanged()
     assert_eq!(nodes, file_bytes(&fixture("v1-demo.nodes.jsonl")));
     assert_eq!(edges, file_bytes(&fixture("v1-demo.edges.jsonl")));
 }
+
+/// Two stores on one file in one process (a server's writer and its
+/// readers), and another process that opens and closes the file with the
+/// system's SQLite, as a `sqlite3` shell does (Python's module here: the
+/// machine's Python is a given of the test suite): this process keeps its
+/// locks, so the other one never takes the file for unused and deletes the
+/// write-ahead log under the writer. (It did while opening a store read
+/// the file's header through a descriptor of its own: closing it dropped
+/// every POSIX lock of the process on the file. The bundled SQLite of a
+/// child of this binary did not show it; the system's did.)
+#[test]
+fn a_second_open_in_the_process_keeps_the_writers_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shared.db");
+    let mut writer = Store::open(&db).unwrap();
+    let first = batch_plan(3);
+    writer.insert_many(&first).unwrap();
+    // Opened anew, as a server opens a store that another command wrote.
+    drop(writer);
+    let mut writer = Store::open(&db).unwrap();
+    let reader = Store::open_read_only(&db).unwrap();
+    let peek = || {
+        let script = "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n\
+                      print(c.execute('SELECT count(*) FROM decisions').fetchone()[0])\nc.close()";
+        let out = Command::new("python3").args(["-c", script]).arg(&db).output().expect("python3 runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().trim().parse::<u64>().unwrap()
+    };
+    assert_eq!(peek(), first.len() as u64);
+    let later = batch_plan(2);
+    writer.insert_many(&later).unwrap();
+    let all = (first.len() + later.len()) as u64;
+    assert_eq!(peek(), all, "the other process sees the commit");
+    drop((writer, reader));
+    assert_eq!(Store::open_read_only(&db).unwrap().decision_counts().unwrap().decisions, all);
+}

@@ -196,7 +196,20 @@ pub(crate) fn configure_writer(conn: &Connection, file: bool, shown: &str) -> Re
     // projection 44 -> 43 ms.
     conn.pragma_update(None, "page_size", 16384).map_err(error)?;
     // WAL: readers and the writer do not block each other, and a commit is one append.
-    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(error)?;
+    // Changing the mode answers "locked" at once, without the busy handler,
+    // while another connection switches a new file too: wait as it would.
+    let started = std::time::Instant::now();
+    let mode: String = loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)) {
+            Err(e)
+                if matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy))
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(BUSY_POLL);
+            }
+            other => break other.map_err(error)?,
+        }
+    };
     if file && !mode.eq_ignore_ascii_case("wal") {
         return Err(Error::storage(format!("{shown}: SQLite refused write-ahead logging (journal mode {mode})")));
     }
