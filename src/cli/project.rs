@@ -23,10 +23,10 @@ pub struct ProjectArgs {
     /// How many hops to walk from the focus. With the default depth, the
     /// default 6 gives a file focus its source, its classes and methods their
     /// signatures, and what they use their names.
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = decision_store::projection::DEFAULT_BREADTH)]
     breadth: u32,
     /// Full detail depth: a number or a named level such as FULL_SOURCE.
-    #[arg(long, allow_hyphen_values = true, default_value = "FULL_SOURCE")]
+    #[arg(long, allow_hyphen_values = true, default_value = decision_store::projection::DEFAULT_DEPTH)]
     depth: String,
     /// Give every node the full depth.
     #[arg(long)]

@@ -102,11 +102,18 @@ pub struct ChildContextResult {
     request: ContextRequest,
     skeleton_fragments: Vec<ContextFragment>,
     depth_delta: u32,
+    /// Parent fragments that the skeleton's budget left out.
+    #[serde(skip)]
+    dropped: usize,
 }
 
 impl ChildContextResult {
     pub fn new(request: ContextRequest, skeleton_fragments: Vec<ContextFragment>, depth_delta: u32) -> Self {
-        ChildContextResult { request, skeleton_fragments, depth_delta }
+        ChildContextResult { request, skeleton_fragments, depth_delta, dropped: 0 }
+    }
+    /// How many of the parent's fragments the skeleton's budget left out.
+    pub fn dropped(&self) -> usize {
+        self.dropped
     }
     pub fn request(&self) -> &ContextRequest {
         &self.request
@@ -331,7 +338,8 @@ impl PlanContextInheritance {
             });
             out
         };
-        Ok(ChildContextResult::new(request, skeleton, depth_delta))
+        let dropped = parent.fragments.len().saturating_sub(skeleton.len());
+        Ok(ChildContextResult { dropped, ..ChildContextResult::new(request, skeleton, depth_delta) })
     }
 }
 

@@ -108,7 +108,24 @@ pub struct ProjectionSpec {
     max_fan_out: Option<usize>,
 }
 
+/// The breadth that a projection walks when its caller names none (`dstore
+/// project`, the MCP tool `get_context`, [`ProjectionSpec::for_focus`]):
+/// with the default depth, it gives a file focus its source, its classes
+/// and methods their signatures, and what they use their names.
+pub const DEFAULT_BREADTH: u32 = 6;
+/// The full detail depth when the caller names none.
+pub const DEFAULT_DEPTH: &str = "FULL_SOURCE";
+
 impl ProjectionSpec {
+    /// A spec of `focus` with the defaults: [`DEFAULT_BREADTH`],
+    /// [`DEFAULT_DEPTH`], and those of [`ProjectionSpec::new`].
+    ///
+    /// # Errors
+    /// As [`ProjectionSpec::new`].
+    pub fn for_focus<S: Into<String>>(focus: impl IntoIterator<Item = S>) -> Result<Self> {
+        ProjectionSpec::new(focus, DEFAULT_BREADTH, Depth::named(DEFAULT_DEPTH))
+    }
+
     /// A spec with the defaults: gradient on, domain `uko-code:`, outgoing
     /// edges of every relation, no fan-out cap.
     ///

@@ -1,8 +1,8 @@
 //! The decision log's public methods: insert, supersede, and read back.
 
 use super::tables::decisions::{
-    self, get_in, insert_prepared, insert_row, insert_statement, link_supersession, rows_of_plan, ALL_ROWS,
-    OUTLINE_ROWS, PLAN_ROWS,
+    self, children_of, get_in, insert_prepared, insert_row, insert_statement, link_supersession, next_sequence,
+    rows_of_plan, ALL_ROWS, OUTLINE_ROWS, PLAN_ROWS,
 };
 use super::tables::ledger::plan_of;
 use super::tables::rows::{PreparedDecision, PreparedRow};
@@ -25,6 +25,30 @@ impl Store {
                 link_supersession(tx, ledger, decision.decision_id(), by)?;
             }
             Ok(())
+        })
+    }
+
+    /// Stores `decision` as the next of its plan and returns it as stored:
+    /// its sequence becomes one more than the plan's largest (0 in a new
+    /// plan), read inside the write transaction, so that writers appending
+    /// to one plan, in one process or several, never collide. The id, and
+    /// everything else, stay as given.
+    ///
+    /// # Errors
+    /// As [`Store::insert`].
+    pub fn insert_next(&mut self, decision: &Decision) -> Result<Decision> {
+        self.write_log(|tx, ledger| {
+            let sequence = next_sequence(tx, decision.plan_id())?;
+            let decision = if sequence == decision.sequence() {
+                decision.clone()
+            } else {
+                decision.to_builder().sequence(sequence).build()?
+            };
+            insert_row(tx, ledger, &decision)?;
+            if let Some(by) = decision.superseded_by() {
+                link_supersession(tx, ledger, decision.decision_id(), by)?;
+            }
+            Ok(decision)
         })
     }
 
@@ -109,6 +133,17 @@ impl Store {
     /// [`Error::CrossPlanReference`], [`Error::AlreadySuperseded`], [`Error::Cycle`].
     pub fn supersede(&mut self, old: DecisionId, new: DecisionId) -> Result<()> {
         self.write_log(|tx, ledger| link_supersession(tx, ledger, old, new).map(|_| ()))
+    }
+
+    /// The ids of the decisions whose parent is `id`, in sequence order.
+    ///
+    /// # Errors
+    /// [`Error::DecisionNotFound`] when `id` is not stored.
+    pub fn children(&self, id: DecisionId) -> Result<Vec<DecisionId>> {
+        self.read_snapshot(|store| {
+            let plan = store.decision(id)?.plan_id();
+            children_of(&store.conn, plan, id)
+        })
     }
 
     /// One decision by id.

@@ -100,6 +100,9 @@ pub struct PlanSummary {
     /// Milliseconds since the epoch, from the first and last decision ids.
     pub first_ms: u64,
     pub last_ms: u64,
+    /// The plan's smallest and largest sequence numbers.
+    pub first_sequence: u64,
+    pub last_sequence: u64,
 }
 
 /// Where each column of a decision row is in a statement's result, found by
@@ -343,6 +346,30 @@ fn insert_error(d: &Decision, e: EngineError) -> Error {
     }
 }
 
+/// The sequence that a new decision of `plan` gets: one more than the
+/// plan's largest, 0 in a plan without decisions. Read it inside the write
+/// that inserts the decision, so that no other writer takes it meanwhile.
+pub(crate) fn next_sequence(tx: &WriteTx<'_>, plan: PlanId) -> Result<u32> {
+    let last =
+        tx.query_one("SELECT max(sequence) FROM decisions WHERE plan_id = ?1", vals![&plan.to_string()], |r| {
+            r.opt_i64(0)
+        })?;
+    match last {
+        None => Ok(0),
+        Some(n) => u32::try_from(n + 1)
+            .map_err(|_| Error::validation("sequence", format!("plan {plan} has used every sequence number"))),
+    }
+}
+
+/// The ids of the decisions whose parent is `id` (in `plan`), in sequence order.
+pub(crate) fn children_of(conn: &Conn, plan: PlanId, id: DecisionId) -> Result<Vec<DecisionId>> {
+    conn.query_vec(
+        "SELECT decision_id FROM decisions WHERE plan_id = ?1 AND parent_decision_id = ?2 ORDER BY sequence",
+        vals![&plan.to_string(), &id.to_string()],
+        |r| DecisionId::parse(r.str(0)?),
+    )
+}
+
 /// Inserts one decision row (not its supersession link), after checking
 /// that its parent and corrected decision are stored in its plan, as the
 /// next entry of its plan's chain. Nothing changes when it fails.
@@ -538,8 +565,11 @@ fn reaches(tx: &Conn, from: DecisionId, to: DecisionId) -> Result<bool> {
 /// One summary row per plan, ordered by plan id, from the kept counts.
 pub(crate) fn plan_summaries(conn: &Conn) -> Result<Vec<PlanSummary>> {
     conn.query_vec(
-        "SELECT plan_id, decisions, max_depth, corrections, superseded, first_decision_id, last_decision_id
-         FROM plans ORDER BY plan_id",
+        // The sequences come from the (plan_id, sequence) index: two seeks a plan.
+        "SELECT plan_id, decisions, max_depth, corrections, superseded, first_decision_id, last_decision_id,
+                (SELECT min(sequence) FROM decisions d WHERE d.plan_id = p.plan_id),
+                (SELECT max(sequence) FROM decisions d WHERE d.plan_id = p.plan_id)
+         FROM plans p ORDER BY plan_id",
         &[],
         |r| {
             let plan = r.str(0)?;
@@ -553,6 +583,8 @@ pub(crate) fn plan_summaries(conn: &Conn) -> Result<Vec<PlanSummary>> {
                     superseded: count(r, 4)?,
                     first_ms: DecisionId::parse(r.str(5)?)?.timestamp_ms(),
                     last_ms: DecisionId::parse(r.str(6)?)?.timestamp_ms(),
+                    first_sequence: count(r, 7)?,
+                    last_sequence: count(r, 8)?,
                 })
             };
             summary().map_err(bad)
