@@ -6,6 +6,7 @@
 //! diagnostics to stderr.
 
 mod cli;
+mod mcp;
 
 // The commands allocate and free many small strings (decoded decisions,
 // JSON); mimalloc does that markedly faster than glibc's malloc.

@@ -205,6 +205,18 @@ enum Command {
     ChildContext(project::ChildArgs),
     /// Print the JSON Schema of the decision format.
     Schema,
+    /// Serve the store to one agent over the Model Context Protocol, on
+    /// stdin and stdout (see docs/agents.md).
+    Mcp {
+        /// The store: a path (created when missing) or a postgres:// URL.
+        store: PathBuf,
+        /// Serve the read tools only.
+        #[arg(long)]
+        read_only: bool,
+    },
+    /// Serve the store to many agents over the Model Context Protocol
+    /// (Streamable HTTP at /mcp) until SIGTERM or Ctrl-C.
+    Serve(crate::mcp::http::ServeArgs),
 }
 
 /// A failed command: its message and exit status.
@@ -218,6 +230,10 @@ pub struct Failure {
 impl Failure {
     pub fn usage(message: impl Into<String>) -> Self {
         Failure { code: 2, message: message.into(), broken_pipe: false }
+    }
+    /// The environment failed (exit 3): a port taken, a runtime that cannot start.
+    pub fn environment(message: impl Into<String>) -> Self {
+        Failure { code: 3, message: message.into(), broken_pipe: false }
     }
     pub fn is_broken_pipe(&self) -> bool {
         self.broken_pipe
@@ -264,6 +280,8 @@ pub fn run(cli: Cli) -> CmdResult {
         }
         Command::Project(args) => project::project(&args),
         Command::ChildContext(args) => project::child_context(&args),
+        Command::Mcp { store, read_only } => crate::mcp::stdio(&store, read_only),
+        Command::Serve(args) => crate::mcp::http::serve(&args),
         Command::Schema => {
             print_text(SCHEMA)?;
             Ok(0)

@@ -1,0 +1,212 @@
+//! `dstore serve`: the tools over Streamable HTTP at `/mcp`, for many agents.
+//!
+//! In front of the SDK's service sit the contract's guards: a bearer token
+//! when one is set (401 without it), the Origin check against DNS
+//! rebinding (403 for any origin that is not loopback, `null` included),
+//! the 4 MiB body limit (413, counted as the body streams in, chunked or
+//! not), and JSON-RPC's parse error for a body that is not JSON. The SDK
+//! also refuses a Host header that is not loopback while the server
+//! listens on loopback.
+//!
+//! The service is stateless and answers each request with one JSON
+//! response: no session to keep, and a stop (SIGTERM, Ctrl-C) stops
+//! accepting, lets the calls in flight finish and answer, then ends.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use clap::Args;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use super::{runtime, Server, Stores};
+use crate::cli::{CmdResult, Failure};
+
+/// The largest request body served.
+pub const BODY_LIMIT: usize = 4 << 20;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The store: a path or a postgres:// URL.
+    store: PathBuf,
+    /// Address and port to listen on (port 0: any free one, printed at start).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7411")]
+    listen: String,
+    /// A file whose text (surrounding whitespace trimmed) every request must
+    /// carry as `Authorization: Bearer <token>`; or set DSTORE_TOKEN.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Serve the read tools only.
+    #[arg(long)]
+    read_only: bool,
+}
+
+/// The token from `--token-file` or `DSTORE_TOKEN`, if any.
+fn token(a: &ServeArgs) -> Result<Option<String>, Failure> {
+    let text = match &a.token_file {
+        Some(file) => std::fs::read_to_string(file)
+            .map_err(|e| Failure::usage(format!("--token-file {}: {e}", file.display())))?,
+        None => match std::env::var("DSTORE_TOKEN") {
+            Ok(t) => t,
+            Err(_) => return Ok(None),
+        },
+    };
+    let token = text.trim();
+    if token.is_empty() {
+        let from = a.token_file.as_ref().map_or("DSTORE_TOKEN".to_owned(), |f| format!("--token-file {}", f.display()));
+        return Err(Failure::usage(format!("{from}: the token is empty")));
+    }
+    Ok(Some(token.to_owned()))
+}
+
+pub fn serve(a: &ServeArgs) -> CmdResult {
+    let addr: SocketAddr =
+        a.listen.parse().map_err(|e| Failure::usage(format!("--listen {}: {e} (e.g. 127.0.0.1:7411)", a.listen)))?;
+    let token = token(a)?;
+    if !addr.ip().is_loopback() && token.is_none() {
+        return Err(Failure::usage(format!(
+            "--listen {addr}: serving beyond loopback needs a token (--token-file FILE or DSTORE_TOKEN)"
+        )));
+    }
+    let stores = Arc::new(Stores::open(&a.store, a.read_only)?);
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Failure::environment(format!("--listen {addr}: {e}")))?;
+        let bound = listener.local_addr().map_err(|e| Failure::environment(format!("--listen {addr}: {e}")))?;
+        let mut config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true)
+            .with_max_request_body_bytes(BODY_LIMIT);
+        if !addr.ip().is_loopback() {
+            // Reached by any name; the token guards it.
+            config = config.disable_allowed_hosts();
+        }
+        let server = Server::new(stores);
+        let service =
+            StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+        let app = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn_with_state(Arc::new(token.clone()), guard));
+        eprintln!(
+            "dstore serve: {} at http://{bound}/mcp ({}{})",
+            a.store.display(),
+            if a.read_only { "read-only" } else { "read-write" },
+            if token.is_some() { ", token required" } else { "" }
+        );
+        axum::serve(listener, app)
+            .with_graceful_shutdown(stop_signal())
+            .await
+            .map_err(|e| Failure::environment(format!("serve: {e}")))?;
+        eprintln!("dstore serve: stopped");
+        Ok(0)
+    })
+}
+
+/// Resolves at SIGTERM or Ctrl-C.
+async fn stop_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}
+
+/// The token and Origin rules, before anything else sees the request.
+async fn guard(State(token): State<Arc<Option<String>>>, request: Request, next: Next) -> Response {
+    if let Some(token) = token.as_deref() {
+        let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let ok =
+            given.and_then(|v| v.strip_prefix("Bearer ")).is_some_and(|g| same(g.trim().as_bytes(), token.as_bytes()));
+        if !ok {
+            return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], "a bearer token is required\n")
+                .into_response();
+        }
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        if !origin.to_str().is_ok_and(is_loopback_origin) {
+            return (StatusCode::FORBIDDEN, "requests from a page of another origin are refused\n").into_response();
+        }
+    }
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    // Read the body here, within the limit, so that a body that is not
+    // JSON gets JSON-RPC's parse error rather than the SDK's 415.
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, BODY_LIMIT).await else {
+        return (StatusCode::PAYLOAD_TOO_LARGE, format!("a request body may hold at most {BODY_LIMIT} bytes\n"))
+            .into_response();
+    };
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        let error = serde_json::json!({"jsonrpc": "2.0", "id": null,
+            "error": {"code": -32700, "message": format!("Parse error: {e}")}});
+        return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], error.to_string())
+            .into_response();
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await
+}
+
+/// Compares in time that does not depend on where the first difference is.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// `http(s)://` and a loopback host (`localhost`, 127.0.0.0/8, `[::1]`), any port.
+fn is_loopback_origin(origin: &str) -> bool {
+    let Some(rest) = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) else {
+        return false;
+    };
+    let host = match rest.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map(|(h, _)| h),
+        None => rest.split(':').next(),
+    };
+    match host {
+        Some("localhost") => true,
+        Some(h) => h.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_origins_pass() {
+        for ok in [
+            "http://localhost",
+            "http://localhost:3000",
+            "https://127.0.0.1:8443",
+            "http://[::1]:80",
+            "http://127.1.2.3",
+        ] {
+            assert!(is_loopback_origin(ok), "{ok}");
+        }
+        for refused in
+            ["null", "http://example.com", "http://localhost.evil.com", "file://", "http://10.0.0.1", "ws://localhost"]
+        {
+            assert!(!is_loopback_origin(refused), "{refused}");
+        }
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"secret", b"secret"));
+        assert!(!same(b"secret", b"secreT"));
+        assert!(!same(b"secret", b"secret2"));
+    }
+}
