@@ -41,6 +41,7 @@ pub mod stale;
 pub mod store;
 #[cfg(feature = "test-support")]
 pub mod testing;
+pub mod time;
 pub mod uko;
 
 pub use decision::{

@@ -40,19 +40,7 @@ pub fn short(text: &str, max: usize) -> String {
 
 /// Milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn time(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, rem / 60 % 60, rem % 60, ms % 1000)
+    decision_store::time::utc_ms(ms)
 }
 
 /// A byte count for people.
