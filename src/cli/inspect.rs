@@ -10,7 +10,9 @@ use decision_store::store::{Anchor, AnchorScope, Problem};
 use decision_store::{Decision, DecisionId, DecisionTree, Phase, TreeView, ViewNode};
 use serde::Serialize;
 
-use super::render::{bytes, confidence, short, table, time};
+use decision_store::time::utc_ms as time;
+
+use super::render::{bytes, confidence, short, table};
 use super::{
     open_read, parse_decision, parse_plan, print_json, print_text, stdout, CmdResult, Failure, Format, TreeFormat,
 };

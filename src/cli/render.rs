@@ -38,11 +38,6 @@ pub fn short(text: &str, max: usize) -> String {
     }
 }
 
-/// Milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub fn time(ms: u64) -> String {
-    decision_store::time::utc_ms(ms)
-}
-
 /// A byte count for people.
 pub fn bytes(n: u64) -> String {
     match n {
@@ -61,13 +56,6 @@ pub fn confidence(c: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_are_utc_iso() {
-        assert_eq!(time(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(time(1_735_689_600_123), "2025-01-01T00:00:00.123Z");
-        assert_eq!(time(951_782_400_000), "2000-02-29T00:00:00.000Z");
-    }
 
     #[test]
     fn tables_align() {
