@@ -536,6 +536,10 @@ fn main() {
             run("racing_supersessions_leave_one_winner", &|| racing_supersessions_leave_one_winner(&url));
             run("a_killed_writer_leaves_whole_batches", &|| a_killed_writer_leaves_whole_batches(&url));
             run("hostile_input_and_refusals", &|| hostile_input_and_refusals(&url));
+            run("a_group_commit_stores_each_decision_or_says_why_not", &|| {
+                let mut temp = TempStore::on_server(&url).unwrap();
+                common::a_group_commit_stores_each_decision_or_says_why_not(temp.store().unwrap());
+            });
             run("a_source_file_holding_nul_is_skipped_on_the_server", &|| {
                 a_source_file_holding_nul_is_skipped_on_the_server(&url)
             });
@@ -544,7 +548,7 @@ fn main() {
             });
         }
         Err(_) => println!(
-            "postgres: SKIPPED 10 server tests: DSTORE_TEST_POSTGRES_URL is not set \
+            "postgres: SKIPPED 11 server tests: DSTORE_TEST_POSTGRES_URL is not set \
              (scripts/pg-test-server cargo test --test postgres starts a throwaway server)"
         ),
     }

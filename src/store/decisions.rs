@@ -1,14 +1,39 @@
 //! The decision log's public methods: insert, supersede, and read back.
 
+use super::engine::WriteTx;
 use super::tables::decisions::{
     self, children_of, get_in, insert_prepared, insert_row, insert_statement, link_supersession, next_sequence,
     rows_of_plan, ALL_ROWS, OUTLINE_ROWS, PLAN_ROWS,
 };
-use super::tables::ledger::plan_of;
+use super::tables::ledger::{plan_of, Ledger};
 use super::tables::rows::{PreparedDecision, PreparedRow};
 use super::{DecisionCounts, Digest, PlanSummary, Store};
 use crate::decision::{Decision, DecisionId, DecisionTree, PlanId};
 use crate::error::{Error, Result};
+
+/// Where [`Store::insert_each`] puts a decision in its plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// At the sequence the decision carries ([`Store::insert`]).
+    AsGiven,
+    /// At its plan's next sequence, read inside the write ([`Store::insert_next`]).
+    Next,
+}
+
+/// Inserts `d` (and its supersession link) at the place `placement` says;
+/// returns the decision as stored.
+fn insert_placed(tx: &WriteTx<'_>, ledger: &mut Ledger, d: &Decision, placement: Placement) -> Result<Decision> {
+    let sequence = match placement {
+        Placement::AsGiven => d.sequence(),
+        Placement::Next => next_sequence(tx, d.plan_id())?,
+    };
+    let d = if sequence == d.sequence() { d.clone() } else { d.to_builder().sequence(sequence).build()? };
+    insert_row(tx, ledger, &d)?;
+    if let Some(by) = d.superseded_by() {
+        link_supersession(tx, ledger, d.decision_id(), by)?;
+    }
+    Ok(d)
+}
 
 impl Store {
     /// Stores one decision (and its supersession link, if it has one).
@@ -37,19 +62,61 @@ impl Store {
     /// # Errors
     /// As [`Store::insert`].
     pub fn insert_next(&mut self, decision: &Decision) -> Result<Decision> {
-        self.write_log(|tx, ledger| {
-            let sequence = next_sequence(tx, decision.plan_id())?;
-            let decision = if sequence == decision.sequence() {
-                decision.clone()
-            } else {
-                decision.to_builder().sequence(sequence).build()?
-            };
-            insert_row(tx, ledger, &decision)?;
-            if let Some(by) = decision.superseded_by() {
-                link_supersession(tx, ledger, decision.decision_id(), by)?;
+        self.write_log(|tx, ledger| insert_placed(tx, ledger, decision, Placement::Next))
+    }
+
+    /// Stores several decisions in one write transaction (a group commit),
+    /// each with an outcome of its own: a decision that is refused (a
+    /// reference not stored, an id or a sequence taken, a supersession
+    /// that would loop) is left out, and the others are stored. Items are
+    /// stored in order, so one may refer to an earlier one; a
+    /// [`Placement::Next`] item takes its plan's next sequence as of the
+    /// items before it.
+    ///
+    /// This is what a process that writes for many callers (`dstore
+    /// serve`) does with the decisions that wait while it writes: one
+    /// commit for all of them instead of one each.
+    ///
+    /// Returns one outcome per item, in order: the decision as stored, or
+    /// why it was refused.
+    ///
+    /// # Errors
+    /// When the transaction itself fails ([`Error::Busy`], [`Error::Storage`],
+    /// [`Error::ReadOnly`]): then none of the items is stored.
+    pub fn insert_each(&mut self, items: &[(Decision, Placement)]) -> Result<Vec<Result<Decision>>> {
+        self.writable()?;
+        let mut refused: Vec<Option<Error>> = items.iter().map(|_| None).collect();
+        // A refused item ends the attempt, which rolls back (the transaction
+        // may be spoilt, and the ledger gave the item its place in the
+        // chain); the next attempt leaves it out. Each attempt refuses one
+        // more item or commits the rest.
+        'attempt: loop {
+            let tx = self.conn.begin_write()?;
+            let mut ledger = Ledger::begin(&tx)?;
+            let mut stored = Vec::with_capacity(items.len());
+            for (i, (decision, placement)) in items.iter().enumerate() {
+                if refused[i].is_some() {
+                    continue;
+                }
+                match insert_placed(&tx, &mut ledger, decision, *placement) {
+                    Ok(d) => stored.push(d),
+                    Err(e) => {
+                        refused[i] = Some(e);
+                        continue 'attempt;
+                    }
+                }
             }
-            Ok(decision)
-        })
+            ledger.flush(&tx)?;
+            tx.commit()?;
+            let mut stored = stored.into_iter();
+            return Ok(refused
+                .into_iter()
+                .map(|r| match r {
+                    Some(e) => Err(e),
+                    None => Ok(stored.next().expect("a stored decision for each item not refused")),
+                })
+                .collect());
+        }
     }
 
     /// Stores decisions in one transaction: all or nothing. Items may refer

@@ -71,6 +71,7 @@ use crate::error::{Error, Location, Result};
 use engine::{Conn, WriteTx};
 use tables::ledger::Ledger;
 
+pub use decisions::Placement;
 pub use schema::supported_schema_version;
 pub use tables::check::{Problem, ProblemKind};
 pub use tables::decisions::{DecisionCounts, Digest, PlanSummary};

@@ -223,3 +223,9 @@ fn three_writers_on_a_file_and_on_postgres() {
     let temp = TempStore::on_server(&server).unwrap();
     three_writers(temp.url().unwrap(), "PostgreSQL");
 }
+
+#[test]
+fn a_group_commit_stores_each_decision_or_says_why_not() {
+    let mut temp = TempStore::new().unwrap();
+    crate::common::a_group_commit_stores_each_decision_or_says_why_not(temp.store().unwrap());
+}
