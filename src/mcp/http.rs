@@ -24,7 +24,7 @@ use clap::Args;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::{runtime, Server, Stores};
+use super::{close_outside_runtime, runtime, Server, Stores};
 use crate::cli::{CmdResult, Failure};
 
 /// The largest request body served.
@@ -74,8 +74,9 @@ pub fn serve(a: &ServeArgs) -> CmdResult {
         )));
     }
     let stores = Arc::new(Stores::open(&a.store, a.read_only)?);
+    let server = Server::new(stores.clone());
     let rt = runtime()?;
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| Failure::environment(format!("--listen {addr}: {e}")))?;
@@ -88,7 +89,6 @@ pub fn serve(a: &ServeArgs) -> CmdResult {
             // Reached by any name; the token guards it.
             config = config.disable_allowed_hosts();
         }
-        let server = Server::new(stores);
         let service =
             StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
         let app = axum::Router::new()
@@ -104,9 +104,12 @@ pub fn serve(a: &ServeArgs) -> CmdResult {
             .with_graceful_shutdown(stop_signal())
             .await
             .map_err(|e| Failure::environment(format!("serve: {e}")))?;
-        eprintln!("dstore serve: stopped");
         Ok(0)
-    })
+    });
+    drop(rt);
+    close_outside_runtime(stores);
+    eprintln!("dstore serve: stopped");
+    served
 }
 
 /// Resolves at SIGTERM or Ctrl-C.

@@ -16,9 +16,10 @@ mod tools;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
 
-use decision_store::{DecisionId, PlanId, Store};
+use decision_store::store::Placement;
+use decision_store::{Decision, DecisionId, PlanId, Store};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
@@ -38,28 +39,62 @@ confidence and the graph nodes you looked at in `observed`), correct or supersed
 mind, and ask for context (get_context) before you plan a change. stale_decisions tells which decisions \
 rest on context that has changed since.";
 
-/// The store's connections: one writer, and read-only ones for the reads.
+/// The store's connections: one writer, owned by a thread of its own, and
+/// read-only ones for the reads.
 pub struct Stores {
     target: PathBuf,
-    writer: Option<Mutex<Store>>,
+    writer: Option<Writer>,
     readers: Mutex<Vec<Store>>,
 }
+
+/// The writer thread's handle: the queue of writes it takes in turn.
+struct Writer {
+    jobs: Option<mpsc::Sender<Job>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// A write for the writer thread.
+enum Job {
+    /// A decision to store; the insertions that wait together are stored
+    /// in one transaction (`Store::insert_each`), each with its own answer.
+    Insert(Decision, Placement, mpsc::SyncSender<Outcome<Decision>>),
+    /// Any other write, run alone (it answers through its own channel).
+    Run(Box<dyn FnOnce(&mut Store) + Send>),
+}
+
+/// The most decisions stored in one transaction.
+const GROUP: usize = 256;
 
 impl Stores {
     /// Opens `target` (a path or a `postgres://` URL); a server that writes
     /// creates a missing store file, as `dstore init` does.
     pub fn open(target: &Path, read_only: bool) -> Result<Self, Failure> {
-        let writer = if read_only { None } else { Some(Mutex::new(open_write(target)?)) };
+        let writer = if read_only { None } else { Some(Writer::start(open_write(target)?)?) };
         let reader = open_read(target)?;
         Ok(Stores { target: target.to_owned(), writer, readers: Mutex::new(vec![reader]) })
     }
 
-    /// Runs `f` on the writer, after the writes before it.
-    fn write<T>(&self, f: impl FnOnce(&mut Store) -> Outcome<T>) -> Outcome<T> {
+    fn jobs(&self) -> Outcome<&mpsc::Sender<Job>> {
         let writer = self.writer.as_ref().ok_or_else(|| Refusal("this server is read-only (--read-only)".into()))?;
-        // A panic inside a write rolled its transaction back (dropping it does): the store is whole.
-        let mut store = writer.lock().unwrap_or_else(PoisonError::into_inner);
-        f(&mut store)
+        Ok(writer.jobs.as_ref().expect("the queue stays open while the server runs"))
+    }
+
+    /// Stores `decision` after the writes queued before it, in one
+    /// transaction with the other insertions that wait with it.
+    fn insert(&self, decision: Decision, placement: Placement) -> Outcome<Decision> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.jobs()?.send(Job::Insert(decision, placement, reply)).map_err(|_| stopped())?;
+        answer.recv().map_err(|_| stopped())?
+    }
+
+    /// Runs `f` on the writer, after the writes queued before it.
+    fn write<T: Send + 'static>(&self, f: impl FnOnce(&mut Store) -> Outcome<T> + Send + 'static) -> Outcome<T> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        let job = Job::Run(Box::new(move |store| {
+            let _ = reply.send(f(store));
+        }));
+        self.jobs()?.send(job).map_err(|_| stopped())?;
+        answer.recv().map_err(|_| stopped())?
     }
 
     /// Runs `f` on a read-only connection of the pool (opening one when all are busy).
@@ -72,6 +107,79 @@ impl Stores {
         let out = f(&store);
         self.readers.lock().unwrap_or_else(PoisonError::into_inner).push(store);
         out
+    }
+}
+
+/// The answer to a write whose job the writer dropped: it panicked.
+fn stopped() -> Refusal {
+    Refusal("internal error: the write failed and was rolled back".into())
+}
+
+impl Writer {
+    fn start(store: Store) -> Result<Writer, Failure> {
+        let (jobs, queue) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("dstore-writer".into())
+            .spawn(move || write_in_turn(store, &queue))
+            .map_err(|e| Failure::environment(format!("cannot start the writer thread: {e}")))?;
+        Ok(Writer { jobs: Some(jobs), thread: Some(thread) })
+    }
+}
+
+impl Drop for Writer {
+    /// Closes the queue, lets the writer finish what was queued, and waits for it.
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The writer thread: takes the queued writes in turn until the queue
+/// closes. Insertions that wait together go in one transaction. A panic
+/// inside a write rolls its transaction back (dropping it does), drops
+/// the answers of its job (their callers report it) and leaves the
+/// thread serving.
+fn write_in_turn(mut store: Store, queue: &mpsc::Receiver<Job>) {
+    let mut next = None;
+    while let Some(job) = next.take().or_else(|| queue.recv().ok()) {
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
+            Job::Run(f) => f(&mut store),
+            Job::Insert(decision, placement, reply) => {
+                let mut items = vec![(decision, placement)];
+                let mut replies = vec![reply];
+                while items.len() < GROUP {
+                    match queue.try_recv() {
+                        Ok(Job::Insert(decision, placement, reply)) => {
+                            items.push((decision, placement));
+                            replies.push(reply);
+                        }
+                        Ok(other) => {
+                            next = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                match store.insert_each(&items) {
+                    Ok(outcomes) => {
+                        for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                            let _ = reply.send(outcome.map_err(Refusal::from));
+                        }
+                    }
+                    Err(e) => {
+                        let message = e.to_string();
+                        for reply in replies {
+                            let _ = reply.send(Err(Refusal(message.clone())));
+                        }
+                    }
+                }
+            }
+        }));
+        if ran.is_err() {
+            eprintln!("dstore: a write panicked and was rolled back");
+        }
     }
 }
 
@@ -237,6 +345,13 @@ fn read_resource(stores: &Stores, uri: &str) -> Outcome<(String, &'static str)> 
     Err(Refusal(format!("{uri}: not a resource of this server (dstore://decision/ID or dstore://plan/ID)")))
 }
 
+/// Drops the server's last hold on its stores, after its runtime has
+/// stopped: a PostgreSQL connection closes by blocking on a runtime of its
+/// own, which tokio refuses inside another runtime's tasks (it panics).
+fn close_outside_runtime(stores: Arc<Stores>) {
+    drop(stores);
+}
+
 /// A runtime for a server: the store's calls run on its blocking threads.
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
@@ -249,16 +364,18 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 /// stdin ends. Only protocol messages go to stdout.
 pub fn stdio(target: &Path, read_only: bool) -> CmdResult {
     let stores = Arc::new(Stores::open(target, read_only)?);
+    let server = Server::new(stores.clone());
     let rt = runtime()?;
     let ended = rt.block_on(async move {
         let (input, output, printer) = lines::stdio();
-        let running = Server::new(stores).serve((input, output)).await.map_err(|e| e.to_string())?;
+        let running = server.serve((input, output)).await.map_err(|e| e.to_string())?;
         let quit = running.waiting().await.map_err(|e| e.to_string())?;
         printer.await.map_err(|e| e.to_string())?;
         Ok::<_, String>(quit)
     });
     // The runtime's stdin reader may still wait on a read that never ends.
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    close_outside_runtime(stores);
     match ended {
         Ok(_) => Ok(0),
         Err(e) => Err(Failure::environment(format!("mcp: {e}"))),

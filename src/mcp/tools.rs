@@ -10,6 +10,7 @@ use decision_store::inheritance::{
 };
 use decision_store::projection::{Cl100k, ContextFragment, Depth, DepthBreadthProjector, ProjectionSpec};
 use decision_store::stale::StaleOptions;
+use decision_store::store::Placement;
 use decision_store::uko::Direction;
 use decision_store::{Decision, DecisionType, Error, PlanId, Store};
 use serde_json::{json, Map, Value};
@@ -336,24 +337,19 @@ fn record_decision(stores: &Stores, args: Args) -> Outcome<Answer> {
             "is required unless the decision starts a new plan, which a prompt_definition does",
         ));
     }
-    let stored = stores.write(|store| {
-        let decision = if observed.is_empty() {
-            decision
-        } else {
-            let snapshot = store.snapshot_of(&observed).map_err(|e| match e {
+    let decision = if observed.is_empty() {
+        decision
+    } else {
+        let snapshot = stores.read(|store| {
+            store.snapshot_of(&observed).map_err(|e| match e {
                 Error::UnknownNode(uri) => Refusal::field("observed", format!("{uri} is not a node of the graph")),
                 e => e.into(),
-            })?;
-            decision.to_builder().context_snapshot(snapshot).build()?
-        };
-        Ok(match sequence {
-            Some(_) => {
-                store.insert(&decision)?;
-                decision
-            }
-            None => store.insert_next(&decision)?,
-        })
-    })?;
+            })
+        })?;
+        decision.to_builder().context_snapshot(snapshot).build()?
+    };
+    let placement = if sequence.is_some() { Placement::AsGiven } else { Placement::Next };
+    let stored = stores.insert(decision, placement)?;
     let text = format!(
         "recorded {} {} (plan {}, sequence {})",
         stored.decision_type().as_str(),
@@ -366,7 +362,7 @@ fn record_decision(stores: &Stores, args: Args) -> Outcome<Answer> {
 
 fn supersede_decision(stores: &Stores, args: Args) -> Outcome<Answer> {
     let (old, new) = (args.decision_id("decision_id")?, args.decision_id("superseded_by")?);
-    let standing = stores.write(|store| {
+    let standing = stores.write(move |store| {
         store.supersede(old, new)?;
         Ok(store.standing_decision(old)?.decision_id())
     })?;
