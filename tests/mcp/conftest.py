@@ -10,7 +10,7 @@ import json
 import os
 import queue
 import re
-import sqlite3
+import tempfile
 import subprocess
 import threading
 import time
@@ -45,26 +45,58 @@ def run(*args, check=True) -> subprocess.CompletedProcess:
     return done
 
 
+SERVER = os.environ.get("DSTORE_TEST_POSTGRES_URL")
+
+
+def psql() -> str:
+    """The psql of the newest PostgreSQL installed (scripts/pg-test-server's), or the one on PATH."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/psql"), key=lambda p: int(p.parts[-3]))
+    return str(found[-1]) if found else "psql"
+
+
+@pytest.fixture(params=["file", "postgres"])
+def store(request, tmp_path) -> str:
+    """An empty store's target: a new file, or a new schema on the PostgreSQL
+    server that DSTORE_TEST_POSTGRES_URL names (scripts/pg-test-server)."""
+    if request.param == "file":
+        yield str(tmp_path / "store.db")
+        return
+    if not SERVER:
+        pytest.skip("DSTORE_TEST_POSTGRES_URL is not set (scripts/pg-test-server runs a server)")
+    schema = f"mcp_{os.getpid()}_{time.monotonic_ns()}"
+    subprocess.run([psql(), SERVER, "-q", "-c", f"CREATE SCHEMA {schema}"], check=True, capture_output=True)
+    sep = "&" if "?" in SERVER else "?"
+    yield f"{SERVER}{sep}options=-csearch_path%3D{schema}"
+    subprocess.run([psql(), SERVER, "-q", "-c", f"DROP SCHEMA {schema} CASCADE"], check=True, capture_output=True)
+
+
 @pytest.fixture
-def demo(tmp_path) -> Path:
-    """The demo store: two plans and a code graph."""
-    db = tmp_path / "demo.db"
-    run("demo", db)
-    return db
+def demo(store, tmp_path) -> str:
+    """The demo store (two plans and a code graph), in a file or on the server."""
+    if store.startswith("postgres"):
+        run("demo", tmp_path / "demo.db")
+        run("copy", tmp_path / "demo.db", store)
+    else:
+        run("demo", store)
+    return store
 
 
-def graph_uris(db: Path, kind: str | None = None) -> list[str]:
-    with sqlite3.connect(db) as c:
-        if kind:
-            rows = c.execute("SELECT uri FROM uko_nodes WHERE kind = ? ORDER BY uri", (kind,))
-        else:
-            rows = c.execute("SELECT uri FROM uko_nodes ORDER BY uri")
-        return [r[0] for r in rows]
+def graph_uris(target, kind: str | None = None) -> list[str]:
+    """The URIs of the graph's nodes (of one kind), sorted."""
+    with tempfile.TemporaryDirectory() as d:
+        nodes = Path(d) / "nodes.jsonl"
+        run("export-graph", target, nodes, Path(d) / "edges.jsonl")
+        found = [json.loads(line) for line in nodes.read_text().splitlines()]
+    return sorted(n["uri"] for n in found if kind is None or n["kind"] == kind)
 
 
-def decision_count(db: Path) -> int:
-    with sqlite3.connect(db) as c:
-        return c.execute("SELECT count(*) FROM decisions").fetchone()[0]
+def decision_ids(target) -> set[str]:
+    """The ids of every stored decision."""
+    return {json.loads(line)["decision_id"] for line in run("export", target).stdout.splitlines()}
+
+
+def decision_count(target) -> int:
+    return json.loads(run("info", target, "--format", "json").stdout)["decisions"]
 
 
 class Served:

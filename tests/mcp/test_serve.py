@@ -13,7 +13,7 @@ import httpx2
 import pytest
 from mcp import MCPError
 
-from conftest import Served, binary, decision_count, http_session, run, structured
+from conftest import Served, binary, decision_count, decision_ids, http_session, run, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -28,8 +28,8 @@ async def new_plan(s) -> tuple[str, str]:
     return root["plan_id"], root["decision_id"]
 
 
-async def test_eight_agents_append_to_one_plan_without_collisions(tmp_path, serve):
-    db = tmp_path / "race.db"
+async def test_eight_agents_append_to_one_plan_without_collisions(store, serve):
+    db = store
     server = serve(db)
     async with http_session(server.url) as s:
         plan, root = await new_plan(s)
@@ -165,8 +165,8 @@ def stdio_exchange(p, lines, expect, timeout=30):
     return out
 
 
-def test_sigterm_during_writes_keeps_every_acknowledged_decision(tmp_path):
-    db = tmp_path / "term.db"
+def test_sigterm_during_writes_keeps_every_acknowledged_decision(store):
+    db = store
     server = Served(db)
     acknowledged: list[str] = []
     stop = threading.Event()
@@ -201,8 +201,7 @@ def test_sigterm_during_writes_keeps_every_acknowledged_decision(tmp_path):
     for t in threads:
         t.join(timeout=60)
     print(f"{len(acknowledged)} decisions acknowledged before SIGTERM ended the server")
-    with __import__("sqlite3").connect(db) as c:
-        stored = {r[0] for r in c.execute("SELECT decision_id FROM decisions")}
+    stored = decision_ids(db)
     assert set(acknowledged) <= stored
     assert run("check", db).returncode == 0
     assert decision_count(db) >= len(acknowledged)
