@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """Round trips of the MCP tools, over stdio and HTTP (issue 26's figures).
 
-    cargo build --release --bin dstore --example insert_loop
+    cargo build --release --bin dstore --example insert_loop --example mcp_load
     python3 benches/mcp.py [--calls 2000] [--tree PATH]
 
 The client speaks raw JSON-RPC (a line on a pipe; HTTP/1.1 with keep-alive)
 so that the figures are the server's, not a client library's. It reports:
 
 - record_decision over stdio and over HTTP, one client: p50 and p99;
-- the rate that 8 concurrent HTTP clients sustain (threads, a connection
-  each), against one client calling `Store::insert` in a loop in process
-  (examples/insert_loop.rs) on the same kind of file;
+- the rate that 8 concurrent HTTP clients sustain, against one client
+  calling `Store::insert` in a loop in process (examples/insert_loop.rs)
+  on the same kind of file. Twice: with 8 Python threads (a connection
+  each, one interpreter), and with 8 lean agents in Rust
+  (examples/mcp_load.rs). On two cores the clients take CPU from the
+  server: the Python threads as much as the server itself, the lean
+  agents little, as agents on other hosts would;
 - get_context at 4,000 tokens over stdio on an ingested tree (this
   repository by default): p50 and p99.
 """
@@ -156,14 +160,26 @@ def main():
     wall = time.perf_counter() - start
     every = [x for l in lat for x in l]
     rate = 8 * (per + 1) / wall
-    print(f"record_decision, HTTP, 8 clients: {rate:,.0f} calls/s  p50 {ms(pct(every, 50))}  p99 {ms(pct(every, 99))}")
+    print(f"record_decision, HTTP, 8 Python clients: {rate:,.0f} calls/s  p50 {ms(pct(every, 50))}  "
+          f"p99 {ms(pct(every, 99))}")
+    p.terminate()
+    p.wait(timeout=30)
+
+    p, (host, port, path) = serve(tmp / "lean.db")
+    load = ROOT / "target" / "release" / "examples" / "mcp_load"
+    out = subprocess.run([str(load), f"{host}:{port}", "8", str(per)], capture_output=True, text=True, check=True)
+    lean, *lat = out.stdout.split()
+    lean, lat = float(lean), [int(x) * 1000 for x in lat]
+    print(f"record_decision, HTTP, 8 lean clients:   {lean:,.0f} calls/s  p50 {ms(pct(lat, 50))}  "
+          f"p99 {ms(pct(lat, 99))}")
     p.terminate()
     p.wait(timeout=30)
 
     loop = ROOT / "target" / "release" / "examples" / "insert_loop"
     out = subprocess.run([str(loop), str(tmp / "loop.db"), str(a.calls)], capture_output=True, text=True, check=True)
     inproc = float(out.stdout.split()[0])
-    print(f"Store::insert in a loop, in process: {inproc:,.0f} decisions/s  (8 HTTP clients: {rate / inproc:.2f}x)")
+    print(f"Store::insert in a loop, in process: {inproc:,.0f} decisions/s  "
+          f"(8 Python clients: {rate / inproc:.2f}x, 8 lean clients: {lean / inproc:.2f}x)")
 
     db = tmp / "tree.db"
     subprocess.run([BIN, "ingest", str(db), a.tree], check=True, capture_output=True)
