@@ -135,9 +135,10 @@ impl Failure {
     }
 }
 
-pub fn ingest(db: &Path, path: &Path, max_file_bytes: u64, format: super::Format) -> CmdResult {
+pub fn ingest(db: &Path, path: &Path, max_file_bytes: u64, history: bool, format: super::Format) -> CmdResult {
     let mut store = open_write(db)?;
-    let report = store.ingest(path, IngestOptions { max_file_bytes })?;
+    let report =
+        store.ingest(path, IngestOptions::default().with_max_file_bytes(max_file_bytes).with_history(history))?;
     if format == super::Format::Json {
         super::print_json(&report)?;
         return Ok(0);
@@ -158,6 +159,20 @@ pub fn ingest(db: &Path, path: &Path, max_file_bytes: u64, format: super::Format
         r.edges_added,
         r.edges_removed
     )?;
+    let h = &r.history;
+    match (&h.head, &h.none) {
+        (Some(head), _) => writeln!(
+            out,
+            "history: {} commits read to {} ({} linked no files), {} co_changed links{}",
+            h.commits,
+            &head[..head.len().min(12)],
+            h.skipped,
+            h.links,
+            if h.restarted { "; read afresh: the last commit read is no longer an ancestor of HEAD" } else { "" }
+        )?,
+        (None, Some(why)) => writeln!(out, "history: none ({why})")?,
+        (None, None) => {}
+    }
     // On a first ingest every file is new: list them only when some were not.
     if r.unchanged > 0 || r.removed_files > 0 {
         for p in &r.parsed_files {

@@ -99,6 +99,9 @@ enum Command {
         /// Skip (and report) files larger than this.
         #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
         max_file_bytes: u64,
+        /// Do not read the git history (files that change together); what was read before stays.
+        #[arg(long)]
+        no_history: bool,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
@@ -263,7 +266,9 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::Import { db, file, commit } => exchange::import(&db, &file, &commit),
         Command::ImportGraph { db, nodes, edges, commit } => exchange::import_graph(&db, &nodes, &edges, &commit),
         Command::Export { db, plan } => exchange::export(&db, plan.as_deref()),
-        Command::Ingest { db, path, max_file_bytes, format } => exchange::ingest(&db, &path, max_file_bytes, format),
+        Command::Ingest { db, path, max_file_bytes, no_history, format } => {
+            exchange::ingest(&db, &path, max_file_bytes, !no_history, format)
+        }
         Command::ExportGraph { db, nodes, edges } => exchange::export_graph(&db, &nodes, &edges),
         Command::Copy { src, dst, format } => exchange::copy(&src, &dst, format),
         Command::Info { db, format } => inspect::info(&db, format),

@@ -11,6 +11,8 @@
 //! definition, or several equally near ones, is left out, never guessed.
 //! `docs/ingest.md` lists the URIs and views of each language.
 
+pub mod history;
+pub mod lexical;
 mod python;
 pub(crate) mod resolve;
 mod rust;
@@ -52,15 +54,50 @@ pub const CODE_RELATIONS: [&str; 6] = ["contains", "imports", "calls", "inherits
 
 /// How [`Store::ingest`](crate::Store::ingest) reads a tree.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct IngestOptions {
     /// Files larger than this are skipped (and reported).
     pub max_file_bytes: u64,
+    /// Read the tree's git history (when it is in a git work tree) into
+    /// `co_changed` edges between files that changed together ([`history`]).
+    pub history: bool,
 }
 
 impl Default for IngestOptions {
     fn default() -> Self {
-        IngestOptions { max_file_bytes: 1 << 20 }
+        IngestOptions { max_file_bytes: 1 << 20, history: true }
     }
+}
+
+impl IngestOptions {
+    /// Files larger than `bytes` are skipped.
+    pub fn with_max_file_bytes(self, bytes: u64) -> Self {
+        IngestOptions { max_file_bytes: bytes, ..self }
+    }
+
+    /// With `false`, the git history is not read (what was read before stays).
+    pub fn with_history(self, history: bool) -> Self {
+        IngestOptions { history, ..self }
+    }
+}
+
+/// What [`Store::ingest`](crate::Store::ingest) read of the tree's git history.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HistoryReport {
+    /// The last commit read (HEAD), when there is a history.
+    pub head: Option<String>,
+    /// Commits read by this ingest (none when HEAD is the commit read last time).
+    pub commits: u64,
+    /// Of those, commits that linked no files: over [`history::MAX_COMMIT_FILES`]
+    /// files, or fewer than two files of the tree.
+    pub skipped: u64,
+    /// `co_changed` edges made or strengthened.
+    pub links: u64,
+    /// The history was read afresh: the commit read last time is no longer
+    /// an ancestor of HEAD.
+    pub restarted: bool,
+    /// Why no history was read, when none was (no git work tree, no git, `--no-history`).
+    pub none: Option<String>,
 }
 
 /// A file `ingest` could not take, and why.
@@ -95,6 +132,10 @@ pub struct IngestReport {
     /// Files not read: too large, unreadable, not UTF-8, a symlink loop. A
     /// skipped file that was ingested before keeps its nodes.
     pub skipped: Vec<SkippedFile>,
+    /// Files whose terms were indexed (new, changed, or not indexed before).
+    pub indexed: u64,
+    /// The git history read (`co_changed` edges).
+    pub history: HistoryReport,
     /// Write transactions that stored the changes (none when nothing changed).
     pub batches: u64,
 }
@@ -106,6 +147,8 @@ impl IngestReport {
             && self.removed_files == 0
             && self.nodes_added + self.nodes_changed + self.nodes_removed == 0
             && self.edges_added + self.edges_removed == 0
+            && self.indexed == 0
+            && self.history.links == 0
     }
 }
 

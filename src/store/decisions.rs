@@ -7,18 +7,9 @@ use super::tables::decisions::{
 };
 use super::tables::ledger::{plan_of, Ledger};
 use super::tables::rows::{PreparedDecision, PreparedRow};
-use super::{DecisionCounts, Digest, PlanSummary, Store};
+use super::{DecisionCounts, Digest, Placement, PlanSummary, Store};
 use crate::decision::{Decision, DecisionId, DecisionTree, PlanId};
 use crate::error::{Error, Result};
-
-/// Where [`Store::insert_each`] puts a decision in its plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placement {
-    /// At the sequence the decision carries ([`Store::insert`]).
-    AsGiven,
-    /// At its plan's next sequence, read inside the write ([`Store::insert_next`]).
-    Next,
-}
 
 /// Inserts `d` (and its supersession link) at the place `placement` says;
 /// returns the decision as stored.

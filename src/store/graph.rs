@@ -2,11 +2,14 @@
 
 use std::collections::HashMap;
 
-use super::tables::graph;
+use super::tables::{graph, lexical};
 use super::{GraphCounts, Neighbour, Store};
 use crate::error::{Error, Result};
 use crate::hash::{self, Hasher};
-use crate::uko::{views_version, Direction, GraphSource, NodeKey, NodeRecord, UkoEdge, UkoGraph, UkoNode};
+use crate::uko::{
+    views_version, Definition, Direction, FileLink, GraphSource, NodeKey, NodeRecord, TermStatistics, UkoEdge,
+    UkoGraph, UkoNode,
+};
 use crate::{ContextSnapshot, ResourceRef};
 
 impl Store {
@@ -193,6 +196,35 @@ impl GraphSource for Store {
 
     fn uris(&self, keys: &[NodeKey]) -> Result<Vec<String>> {
         graph::uris(&self.conn, keys)
+    }
+
+    fn records_to_depth(&self, keys: &[NodeKey], max_depth: u32) -> Result<Vec<NodeRecord>> {
+        graph::records_to_depth(&self.conn, keys, Some(max_depth))
+    }
+
+    fn file_links(&self, files: &[String], relation: Option<&str>) -> Result<Vec<FileLink>> {
+        graph::file_links(&self.conn, files, relation)
+    }
+
+    fn definitions(&self, files: &[String]) -> Result<Vec<Definition>> {
+        graph::definitions(&self.conn, files)
+    }
+
+    fn files_under(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
+        graph::files_under(&self.conn, prefix, limit)
+    }
+
+    fn file_terms(&self, file: &str) -> Result<Vec<(String, u32)>> {
+        lexical::file_terms(&self.conn, file)
+    }
+
+    fn term_statistics(&self, terms: &[String]) -> Result<TermStatistics> {
+        let (files, mean_length) = lexical::corpus(&self.conn)?;
+        Ok(TermStatistics { files, mean_length, document_frequency: lexical::document_frequencies(&self.conn, terms)? })
+    }
+
+    fn postings(&self, term: &str) -> Result<Vec<(String, u32, u32)>> {
+        lexical::postings(&self.conn, term)
     }
 }
 

@@ -2,15 +2,17 @@
 
 use std::path::Path;
 
+use super::workflows::history;
 use super::workflows::ingest::ingest;
 use super::Store;
 use crate::error::Result;
 use crate::ingest::{IngestOptions, IngestReport};
 
 impl Store {
-    /// Builds (or brings up to date) the UKO graph of the Python and Rust
-    /// files under `root`. Re-ingesting an unchanged tree writes nothing;
-    /// after an edit only the changed files' nodes, and the edges that
+    /// Builds (or brings up to date) the UKO graph of the source files
+    /// under `root`, their lexical index, and (with `options.history`, when
+    /// `root` is in a git work tree) the `co_changed` links of its history.
+    /// Re-ingesting an unchanged tree writes nothing; after an edit only the changed files' nodes, and the edges that
     /// change with them, are written; files gone from the tree take their
     /// nodes with them. `docs/ingest.md` lists the nodes, views and edges
     /// of each language.
@@ -28,6 +30,12 @@ impl Store {
     /// writers kept changing the graph while the ingest planned.
     pub fn ingest(&mut self, root: impl AsRef<Path>, options: IngestOptions) -> Result<IngestReport> {
         self.writable()?;
-        ingest(&self.conn, root.as_ref(), options)
+        let mut report = ingest(&self.conn, root.as_ref(), options)?;
+        if options.history {
+            history::update(&self.conn, root.as_ref(), &mut report.history)?;
+        } else {
+            report.history.none = Some("not read (--no-history)".into());
+        }
+        Ok(report)
     }
 }

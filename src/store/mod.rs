@@ -71,7 +71,6 @@ use crate::error::{Error, Location, Result};
 use engine::{Conn, WriteTx};
 use tables::ledger::Ledger;
 
-pub use decisions::Placement;
 pub use schema::supported_schema_version;
 pub use tables::check::{Problem, ProblemKind};
 pub use tables::decisions::{DecisionCounts, Digest, PlanSummary};
@@ -82,6 +81,15 @@ pub use workflows::copy::CopyReport;
 pub use workflows::import::{Commit, ImportOptions, ImportReport, BATCH, MAX_HOLD};
 #[cfg(feature = "ingest")]
 pub use workflows::ingest::BOUND as INGEST_BOUND;
+
+/// Where [`Store::insert_each`] puts a decision in its plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// At the sequence the decision carries ([`Store::insert`]).
+    AsGiven,
+    /// At its plan's next sequence, read inside the write ([`Store::insert_next`]).
+    Next,
+}
 
 /// A decision store on one connection: a SQLite file, or a PostgreSQL database.
 pub struct Store {

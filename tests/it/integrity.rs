@@ -467,7 +467,7 @@ fn a_version_1_store_needs_an_upgrade_to_be_read_and_upgrades_with_hashes() {
     let copy = dir.path().join("v1.db");
     std::fs::copy(fixture("v1-demo.db"), &copy).unwrap();
     let before = std::fs::read(&copy).unwrap();
-    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 9, .. })));
+    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 10, .. })));
     let r = dstore(&["info", s(&copy)]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("older") && r.stderr.contains("dstore init"), "{}", r.stderr);
@@ -509,8 +509,8 @@ fn schema_of(path: &Path) -> Vec<(String, String, String)> {
 }
 
 #[test]
-fn stores_of_versions_2_to_8_upgrade_without_rewriting_a_row() {
-    for version in [2, 3, 4, 5, 6, 7, 8] {
+fn stores_of_versions_2_to_9_upgrade_without_rewriting_a_row() {
+    for version in [2, 3, 4, 5, 6, 7, 8, 9] {
         upgrades_without_rewriting_a_row(version);
     }
 }
@@ -533,7 +533,7 @@ fn upgrades_without_rewriting_a_row(version: i64) {
     let before = rows(&copy);
     assert_eq!(before.len(), 17);
     match Store::open_read_only(&copy) {
-        Err(Error::NeedsUpgrade { found, supported: 9, .. }) if found == version => {}
+        Err(Error::NeedsUpgrade { found, supported: 10, .. }) if found == version => {}
         other => panic!("v{version}: {other:?}"),
     }
     // Taken by the binary of that version, which wrote the fixture.

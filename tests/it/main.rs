@@ -20,4 +20,6 @@ mod reliability;
 mod review;
 mod roundtrip;
 #[cfg(feature = "cli")]
+mod signals;
+#[cfg(feature = "cli")]
 mod writers;

@@ -20,7 +20,7 @@ use super::decisions::count;
 use crate::decision::IdMap;
 use crate::error::{Error, Result};
 use crate::store::engine::{vals, Conn, Row, WriteTx};
-use crate::uko::{Direction, NodeKey, NodeRecord, NodeView, UkoEdge, UkoNode};
+use crate::uko::{Definition, Direction, FileLink, NodeKey, NodeRecord, NodeView, UkoEdge, UkoNode};
 
 /// One BFS hop: the edges leaving (or entering) a whole frontier.
 pub(crate) const EXPAND_OUT: &str = "SELECT source_id, target_id FROM uko_edges WHERE source_id IN rarray(?1)";
@@ -32,8 +32,8 @@ pub(crate) const EXPAND_IN_REL: &str =
 pub(crate) const RESOLVE: &str = "SELECT uri, node_id FROM uko_nodes WHERE uri IN rarray(?1)";
 pub(crate) const RECORDS: &str = "SELECT node_id, uri, domain, resource_uri FROM uko_nodes WHERE node_id IN rarray(?1)";
 pub(crate) const URIS: &str = "SELECT node_id, uri FROM uko_nodes WHERE node_id IN rarray(?1)";
-pub(crate) const VIEWS: &str =
-    "SELECT node_id, depth, content FROM uko_node_views WHERE node_id IN rarray(?1) ORDER BY node_id, depth";
+pub(crate) const VIEWS: &str = "SELECT node_id, depth, content FROM uko_node_views
+     WHERE node_id IN rarray(?1) AND depth <= ?2 ORDER BY node_id, depth";
 const GENERATION: &str = "SELECT generation FROM graph_state WHERE id = 1";
 const LOCK_GENERATION: &str = "SELECT generation FROM graph_state WHERE id = 1 FOR UPDATE";
 const BUMP: &str = "UPDATE graph_state SET generation = generation + 1 WHERE id = 1";
@@ -67,6 +67,18 @@ pub(crate) fn generation(conn: &Conn) -> Result<i64> {
 pub(crate) fn lock(tx: &WriteTx<'_>) -> Result<i64> {
     let sql = tx.dialect().pick(GENERATION, LOCK_GENERATION);
     tx.query_one(sql, &[], |r| r.i64(0))
+}
+
+/// Marks the graph changed by `tx` with a change that leaves the code
+/// relations' resolution as it was (the history's links): a graph that
+/// `ingest` resolved stays resolved. Returns the new generation.
+pub(crate) fn bump_resolved(tx: &WriteTx<'_>, from: i64) -> Result<i64> {
+    tx.execute(
+        "UPDATE graph_state SET resolved = CASE WHEN resolved = generation THEN generation + 1 ELSE resolved END,
+             generation = generation + 1 WHERE id = 1",
+        &[],
+    )?;
+    Ok(from + 1)
 }
 
 /// Marks the graph changed by `tx`; returns the new generation.
@@ -289,6 +301,11 @@ pub(crate) fn expand(
 
 /// The records of `keys`, in order, with their views when asked.
 pub(crate) fn records(conn: &Conn, keys: &[NodeKey], with_views: bool) -> Result<Vec<NodeRecord>> {
+    records_to_depth(conn, keys, with_views.then_some(u32::MAX))
+}
+
+/// The records of `keys`, in order, with their views up to `max_depth` (none without).
+pub(crate) fn records_to_depth(conn: &Conn, keys: &[NodeKey], max_depth: Option<u32>) -> Result<Vec<NodeRecord>> {
     let at = positions(keys);
     let mut slots: Vec<Option<NodeRecord>> = Vec::with_capacity(keys.len());
     slots.resize_with(keys.len(), || None);
@@ -305,8 +322,8 @@ pub(crate) fn records(conn: &Conn, keys: &[NodeKey], with_views: bool) -> Result
         }
         Ok(())
     })?;
-    if with_views {
-        conn.for_each(VIEWS, vals![keys], |r| {
+    if let Some(max_depth) = max_depth {
+        conn.for_each(VIEWS, vals![keys, i64::from(max_depth)], |r| {
             let key = r.i64(0)?;
             if let Some(rec) = at.get(&key).and_then(|&i| slots[i].as_mut()) {
                 rec.views.push(NodeView { depth: view_depth(r, 1, key)?, content: r.string(2)? });
@@ -328,6 +345,64 @@ pub(crate) fn uris(conn: &Conn, keys: &[NodeKey]) -> Result<Vec<String>> {
         Ok(())
     })?;
     in_order(slots, keys)
+}
+
+/// Edges between the nodes of `files` and nodes of other files, both ways,
+/// of one relation (`?2`) or of the code's own (every relation but
+/// `contains` and `co_changed`, `?2` NULL): one query each way, over the
+/// resource index.
+pub(crate) const FILE_LINKS_OUT: &str =
+    "SELECT s.resource_uri, e.source_id, t.resource_uri, e.target_id, e.relation, e.weight
+     FROM uko_nodes s JOIN uko_edges e ON e.source_id = s.node_id JOIN uko_nodes t ON t.node_id = e.target_id
+     WHERE s.resource_uri IN rarray(?1)
+       AND (e.relation = ?2 OR (?2 IS NULL AND e.relation NOT IN ('contains', 'co_changed')))
+       AND t.resource_uri IS NOT NULL AND t.resource_uri <> s.resource_uri";
+pub(crate) const FILE_LINKS_IN: &str =
+    "SELECT t.resource_uri, e.target_id, s.resource_uri, e.source_id, e.relation, e.weight
+     FROM uko_nodes t JOIN uko_edges e ON e.target_id = t.node_id JOIN uko_nodes s ON s.node_id = e.source_id
+     WHERE t.resource_uri IN rarray(?1)
+       AND (e.relation = ?2 OR (?2 IS NULL AND e.relation NOT IN ('contains', 'co_changed')))
+       AND s.resource_uri IS NOT NULL AND s.resource_uri <> t.resource_uri";
+
+pub(crate) fn file_links(conn: &Conn, files: &[String], relation: Option<&str>) -> Result<Vec<FileLink>> {
+    let mut out = Vec::new();
+    for (sql, outgoing) in [(FILE_LINKS_OUT, true), (FILE_LINKS_IN, false)] {
+        conn.for_each(sql, vals![files, relation], |r| {
+            out.push(FileLink {
+                file: r.string(0)?,
+                node: r.i64(1)?,
+                other_file: r.string(2)?,
+                other: r.i64(3)?,
+                relation: r.string(4)?,
+                weight: r.opt_f64(5)?.unwrap_or(1.0),
+                outgoing,
+            });
+            Ok(())
+        })?;
+    }
+    Ok(out)
+}
+
+/// The class and function nodes of `files`, each file's by key (the order they were added).
+pub(crate) fn definitions(conn: &Conn, files: &[String]) -> Result<Vec<Definition>> {
+    conn.query_vec(
+        "SELECT resource_uri, node_id, uri, kind FROM uko_nodes
+         WHERE resource_uri IN rarray(?1) AND kind IN ('class', 'function') ORDER BY resource_uri, node_id",
+        vals![files],
+        |r| Ok(Definition { file: r.string(0)?, key: r.i64(1)?, uri: r.string(2)?, kind: r.string(3)? }),
+    )
+}
+
+/// The files whose URIs start with `prefix` (nodes that are their own resource), at most `limit`.
+pub(crate) fn files_under(conn: &Conn, prefix: &str, limit: usize) -> Result<Vec<String>> {
+    // Every URI that starts with `prefix` sorts in [prefix, prefix + U+10FFFF).
+    let end = format!("{prefix}\u{10FFFF}");
+    conn.query_vec(
+        "SELECT uri FROM uko_nodes WHERE resource_uri >= ?1 AND resource_uri < ?2 AND resource_uri = uri
+         ORDER BY resource_uri LIMIT ?3",
+        vals![prefix, end.as_str(), i64::try_from(limit).unwrap_or(i64::MAX)],
+        |r| r.string(0),
+    )
 }
 
 /// Where each key was asked for: rows arrive in key order, and each goes to

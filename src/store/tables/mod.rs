@@ -12,14 +12,19 @@
 //! - `integrity`: the canonical encodings and hashes of the log, anchors;
 //! - `graph`: nodes, views, edges and the graph's generation;
 //! - `references`: the code references `ingest` resolves;
+//! - `lexical`: the terms of ingested files, and BM25's statistics;
+//! - `history`: what `ingest` read of the git history, and `co_changed` links;
 //! - `check`: the checks of `Store::check`.
 
 pub(crate) mod check;
 mod column_json;
 pub(crate) mod decisions;
 pub(crate) mod graph;
+#[cfg(feature = "ingest")]
+pub(crate) mod history;
 pub(crate) mod integrity;
 pub(crate) mod ledger;
+pub(crate) mod lexical;
 pub(crate) mod references;
 pub(crate) mod rows;
 

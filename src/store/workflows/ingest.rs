@@ -37,11 +37,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
+use crate::ingest::lexical;
 use crate::ingest::resolve::{resolve, CodeEdge, CodeNode};
 use crate::ingest::walk::{parse_all, walk, Found};
 use crate::ingest::{FileGraph, IngestOptions, IngestReport, Reference, Root, SkippedFile};
 use crate::store::engine::{Conn, WriteTx, NUL_REASON};
-use crate::store::tables::{graph, references};
+use crate::store::tables::{graph, lexical as terms_table, references};
 use crate::store::workflows::import::MAX_HOLD;
 use crate::uko::{UkoEdge, UkoNode};
 
@@ -65,6 +66,8 @@ struct Snapshot {
     resolved: bool,
     /// Each ingested file's stored version.
     files: HashMap<String, Option<String>>,
+    /// Each indexed file's version, as its terms were read (`code_term_docs`).
+    indexed: HashMap<String, String>,
     /// The rest, read only when something is to be planned.
     graph: Option<StoredGraph>,
 }
@@ -84,7 +87,8 @@ fn read(conn: &Conn, full: impl FnOnce(&Snapshot) -> bool) -> Result<Snapshot> {
     let tx = conn.begin_read()?;
     let (generation, resolved) = graph::code::state(&tx)?;
     let files = graph::code::files(&tx)?;
-    let mut snapshot = Snapshot { generation, resolved: resolved == generation, files, graph: None };
+    let indexed = terms_table::versions(&tx)?;
+    let mut snapshot = Snapshot { generation, resolved: resolved == generation, files, indexed, graph: None };
     if full(&snapshot) {
         let mut code = HashMap::new();
         let mut other = HashSet::new();
@@ -131,12 +135,20 @@ struct FileChange {
     removed: u64,
 }
 
+/// A file's terms to index (`Some`, read from `version`) or to drop (`None`).
+struct TermChange {
+    file: String,
+    version: String,
+    terms: Option<Vec<(String, u32)>>,
+}
+
 /// Everything an ingest writes.
 #[derive(Default)]
 struct Plan {
     files: Vec<FileChange>,
     remove_edges: Vec<CodeEdge>,
     add_edges: Vec<CodeEdge>,
+    terms: Vec<TermChange>,
 }
 
 /// The plan's picture of the graph while it replays the old per-file sync
@@ -287,7 +299,7 @@ impl<'s> Planner<'s> {
             .cloned()
             .collect();
         let add_edges = wanted.difference(&self.stored.edges).cloned().collect();
-        Plan { files: self.synced, remove_edges, add_edges }
+        Plan { files: self.synced, remove_edges, add_edges, terms: Vec::new() }
     }
 }
 
@@ -301,6 +313,43 @@ fn parse_missing(root: &Root, files: &[&Found], parsed: &mut Parsed) {
     for (f, graph) in missing.iter().zip(parse_all(root, &missing)) {
         parsed.insert(f.uri.clone(), (f.version.clone(), graph));
     }
+}
+
+/// Files' terms read so far, by URI, with the version they were read from.
+type Lexed = HashMap<String, (String, Vec<(String, u32)>)>;
+
+/// The term changes that bring the lexical index in step with the tree:
+/// files not indexed at their version are (re)indexed (their terms read on
+/// every core, once per version), and files gone from the tree dropped.
+fn plan_terms(snapshot: &Snapshot, found: &[Found], kept: impl Fn(&str) -> bool, lexed: &mut Lexed) -> Vec<TermChange> {
+    let stale: Vec<&Found> = found
+        .iter()
+        .filter(|f| snapshot.indexed.get(&f.uri).is_none_or(|v| *v != f.version))
+        .filter(|f| lexed.get(&f.uri).is_none_or(|(v, _)| *v != f.version))
+        .collect();
+    for (f, terms) in stale.iter().zip(in_parallel(&stale, |f| lexical::terms(&f.text))) {
+        lexed.insert(f.uri.clone(), (f.version.clone(), terms));
+    }
+    let mut changes: Vec<TermChange> = found
+        .iter()
+        .filter(|f| snapshot.indexed.get(&f.uri).is_none_or(|v| *v != f.version))
+        .map(|f| TermChange { file: f.uri.clone(), version: f.version.clone(), terms: Some(lexed[&f.uri].1.clone()) })
+        .collect();
+    let mut gone: Vec<&String> = snapshot.indexed.keys().filter(|u| !kept(u)).collect();
+    gone.sort();
+    changes.extend(gone.into_iter().map(|u| TermChange { file: u.clone(), version: String::new(), terms: None }));
+    changes
+}
+
+/// `f` of each item, on every core, in order.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len().max(1));
+    let chunk = items.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> =
+            items.chunks(chunk).map(|part| scope.spawn(|| part.iter().map(&f).collect::<Vec<R>>())).collect();
+        workers.into_iter().flat_map(|w| w.join().expect("a worker thread panicked")).collect()
+    })
 }
 
 /// Brings the graph in step with the tree under `root`: see the module doc.
@@ -332,7 +381,8 @@ pub(crate) fn ingest(conn: &Conn, root: &Path, options: IngestOptions) -> Result
             || skipped.iter().any(|s| uri == s || (uri.starts_with(s.as_str()) && uri[s.len()..].starts_with('/')))
     };
     let mut parsed = Parsed::new();
-    let mut first = true;
+    let mut lexed = Lexed::new();
+    let (mut first, mut done) = (true, false);
     for _ in 0..ROUNDS {
         let changed = |snapshot: &Snapshot| -> (Vec<&Found>, Vec<String>) {
             let changed: Vec<&Found> = found
@@ -356,7 +406,22 @@ pub(crate) fn ingest(conn: &Conn, root: &Path, options: IngestOptions) -> Result
             report.removed_files = gone.len() as u64;
             report.removed.clone_from(&gone);
         }
-        let Some(stored) = &snapshot.graph else { return Ok(report) };
+        let terms = plan_terms(&snapshot, &found, kept, &mut lexed);
+        let Some(stored) = &snapshot.graph else {
+            if terms.is_empty() {
+                done = true;
+                break;
+            }
+            // The graph is as the tree is; only the lexical index is behind (a store of schema 9).
+            let plan = Plan { terms, ..Plan::default() };
+            match apply(conn, &plan, snapshot.generation, &mut report)? {
+                Applied::Done => {
+                    done = true;
+                    break;
+                }
+                Applied::Moved => continue,
+            }
+        };
         parse_missing(&package, &changed, &mut parsed);
         let mut planner = Planner::new(stored);
         for f in &changed {
@@ -384,7 +449,8 @@ pub(crate) fn ingest(conn: &Conn, root: &Path, options: IngestOptions) -> Result
                 planner.sync(&f.uri, &parsed[&f.uri].1);
             }
         }
-        let plan = planner.finish();
+        let mut plan = planner.finish();
+        plan.terms = terms;
         match apply(conn, &plan, snapshot.generation, &mut report)? {
             Applied::Done => {
                 report.parse_errors = changed
@@ -392,13 +458,17 @@ pub(crate) fn ingest(conn: &Conn, root: &Path, options: IngestOptions) -> Result
                     .filter(|f| parsed[&f.uri].1.has_errors)
                     .map(|f| f.relative.display().to_string())
                     .collect();
-                return Ok(report);
+                done = true;
+                break;
             }
             // Another writer changed the graph: plan again from what is stored now.
             Applied::Moved => continue,
         }
     }
-    Err(Error::Busy)
+    if !done {
+        return Err(Error::Busy);
+    }
+    Ok(report)
 }
 
 /// How an [`apply`] ended.
@@ -411,6 +481,7 @@ enum Applied {
 /// One step of a plan, in the order they are written.
 enum Step<'p> {
     File(&'p FileChange),
+    Terms(&'p TermChange),
     RemoveEdges(&'p [CodeEdge]),
     AddEdges(&'p [CodeEdge]),
 }
@@ -422,6 +493,7 @@ impl Step<'_> {
             Step::File(c) => {
                 c.remove.len() + c.references.len() + c.upsert.iter().map(|n| 2 + n.views.len()).sum::<usize>() + 1
             }
+            Step::Terms(t) => 2 + t.terms.as_ref().map_or(0, Vec::len),
             Step::RemoveEdges(e) | Step::AddEdges(e) => e.len(),
         }
     }
@@ -434,6 +506,7 @@ fn apply(conn: &Conn, plan: &Plan, mut generation: i64, report: &mut IngestRepor
     let mut steps: Vec<Step<'_>> = plan.files.iter().map(Step::File).collect();
     steps.extend(plan.remove_edges.chunks(BOUND).map(Step::RemoveEdges));
     steps.extend(plan.add_edges.chunks(BOUND).map(Step::AddEdges));
+    steps.extend(plan.terms.iter().map(Step::Terms));
     let bulk = conn.bulk(false);
     let mut steps = steps.into_iter().peekable();
     loop {
@@ -477,6 +550,13 @@ fn write(tx: &WriteTx<'_>, step: &Step<'_>, report: &mut IngestReport) -> Result
             report.nodes_added += c.added;
             report.nodes_changed += c.changed;
             report.nodes_removed += c.removed;
+        }
+        Step::Terms(t) => {
+            match &t.terms {
+                Some(terms) => terms_table::replace_file(tx, &t.file, &t.version, terms)?,
+                None => terms_table::remove_file(tx, &t.file)?,
+            }
+            report.indexed += u64::from(t.terms.is_some());
         }
         Step::RemoveEdges(edges) => {
             graph::code::remove_edges(tx, edges.iter().map(|(s, r, t)| (s.as_str(), r.as_str(), t.as_str())))?;

@@ -4,9 +4,12 @@
 //!
 //! - `import`: the JSON Lines import pipeline (decisions, graph);
 //! - `ingest`: a source tree's graph, planned outside any transaction;
+//! - `history`: its git history, as `co_changed` links between files;
 //! - `copy`: a whole store into an empty one.
 
 pub(crate) mod copy;
+#[cfg(feature = "ingest")]
+pub(crate) mod history;
 pub(crate) mod import;
 #[cfg(feature = "ingest")]
 pub(crate) mod ingest;

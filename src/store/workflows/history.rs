@@ -1,0 +1,130 @@
+//! A tree's git history into `co_changed` edges (the last step of
+//! `Store::ingest`): see `ingest::history` for what is read and how a
+//! commit is weighed.
+//!
+//! ## Locking
+//!
+//! `git log` runs outside any transaction. The links are then written a
+//! run of whole commits per transaction, at most [`BOUND`] rows or
+//! [`MAX_HOLD`] each, and every transaction records the last commit it
+//! wrote (`code_history`): an ingest that stops part-way leaves the links
+//! of a prefix of the history, and the next one reads on from there, so
+//! no commit is counted twice or lost. A transaction that links files
+//! bumps the graph's generation without unsettling `ingest`'s resolution
+//! of the code relations, which the links do not touch.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Instant;
+
+use crate::error::Result;
+use crate::ingest::history::{self, NoHistory, MAX_COMMIT_FILES, TAU};
+use crate::ingest::HistoryReport;
+use crate::store::engine::Conn;
+use crate::store::tables::{graph, history as table};
+use crate::store::workflows::import::MAX_HOLD;
+use crate::store::workflows::ingest::BOUND;
+
+/// How far the clock may run ahead of the weights' base, in units of
+/// [`TAU`], before the base moves on and every weight is scaled down
+/// (e^200 is far from a float's limit, and far above any one weight).
+const RESCALE_AFTER: f64 = 200.0;
+
+/// Reads the commits after the one read last into `co_changed` links
+/// between the tree's ingested files.
+pub(crate) fn update(conn: &Conn, root: &Path, report: &mut HistoryReport) -> Result<()> {
+    let state = table::state(conn)?;
+    let read = match history::read(root, state.as_ref().map(|s| s.head.as_str())) {
+        Ok(read) => read,
+        Err(NoHistory(why)) => {
+            report.none = Some(why);
+            return Ok(());
+        }
+    };
+    report.head = Some(read.head.clone());
+    report.restarted = read.restarted;
+    if read.commits.is_empty() && !read.restarted && state.as_ref().is_some_and(|s| s.head == read.head) {
+        return Ok(());
+    }
+    report.commits = read.commits.len() as u64;
+    let (mut clock, mut base) = match &state {
+        Some(s) if !read.restarted => (s.clock, s.base),
+        _ => (0, 0),
+    };
+    let files = table::file_nodes(conn)?;
+    // Each commit's links, by file node: (commit, clock after it, base, links).
+    let mut runs: Vec<(String, u64, u64, Vec<(i64, i64, f64)>)> = Vec::with_capacity(read.commits.len());
+    let mut rescales: HashMap<usize, f64> = HashMap::new();
+    for (id, changed) in &read.commits {
+        clock += 1;
+        let mut mine: Vec<i64> =
+            changed.iter().filter_map(|path| files.get(&format!("project://{path}")).copied()).collect();
+        mine.sort_unstable();
+        mine.dedup();
+        let mut links = Vec::new();
+        if changed.len() > MAX_COMMIT_FILES || mine.len() < 2 {
+            report.skipped += 1;
+        } else {
+            if (clock - base) as f64 / TAU > RESCALE_AFTER {
+                rescales.insert(runs.len(), (-((clock - base) as f64) / TAU).exp());
+                base = clock;
+            }
+            let w = history::weight(clock, base, mine.len());
+            for (i, &a) in mine.iter().enumerate() {
+                for &b in &mine[i + 1..] {
+                    links.push((a, b, w));
+                }
+            }
+        }
+        runs.push((id.clone(), clock, base, links));
+    }
+    let mut next = 0;
+    let mut first = true;
+    while first || next < runs.len() {
+        let tx = conn.begin_write()?;
+        let generation = graph::lock(&tx)?;
+        if first && (read.restarted || state.is_none()) {
+            table::clear(&tx)?;
+        }
+        first = false;
+        let (mut rows, began) = (0usize, Instant::now());
+        let mut last = None;
+        while next < runs.len() && (rows == 0 || (rows + 2 * runs[next].3.len() <= BOUND && began.elapsed() < MAX_HOLD))
+        {
+            if let Some(&factor) = rescales.get(&next) {
+                table::scale(&tx, factor)?;
+            }
+            let (_, _, _, links) = &runs[next];
+            table::add_links(&tx, links)?;
+            rows += 2 * links.len() + 1;
+            report.links += links.len() as u64;
+            last = Some(next);
+            next += 1;
+        }
+        let (head, clock, base) = match last {
+            Some(i) => (runs[i].0.clone(), runs[i].1, runs[i].2),
+            // Nothing new: HEAD is the commit read last, or the history read afresh is empty.
+            None => (read.head.clone(), clock, base),
+        };
+        // The head recorded is the last commit written, HEAD once all are.
+        let head = if next == runs.len() { read.head.clone() } else { head };
+        table::set_state(&tx, &table::State { head, clock, base })?;
+        graph::bump_resolved(&tx, generation)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+/// The total `co_changed` weight of each pair of files, for tests: (a, b) with a < b.
+#[cfg(test)]
+pub(crate) fn links(conn: &Conn) -> Result<std::collections::BTreeMap<(String, String), f64>> {
+    Ok(conn
+        .query_vec(
+            "SELECT s.uri, t.uri, e.weight FROM uko_edges e JOIN uko_nodes s ON s.node_id = e.source_id
+             JOIN uko_nodes t ON t.node_id = e.target_id WHERE e.relation = 'co_changed' AND s.uri < t.uri",
+            &[],
+            |r| Ok(((r.string(0)?, r.string(1)?), r.opt_f64(2)?.unwrap_or(0.0))),
+        )?
+        .into_iter()
+        .collect())
+}
