@@ -20,6 +20,7 @@
 //! neighbours per hop and the cut is reported.
 
 mod levels;
+pub mod relevance;
 mod tokens;
 
 use std::collections::{HashMap, HashSet};
@@ -29,6 +30,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use levels::{DetailLevelMap, DetailLevelRegistry};
+pub use relevance::{Fusion, Signals};
 pub use tokens::{CharEstimate, Cl100k, TokenCounter};
 
 use crate::decision::IdMap;
@@ -106,28 +108,54 @@ pub struct ProjectionSpec {
     relations: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_fan_out: Option<usize>,
+    ranking: Ranking,
+}
+
+/// How a projection chooses and orders what it shows.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ranking {
+    /// Breadth-first from the focus: nearer nodes first, each at the depth
+    /// the gradient gives it ([`ProjectionSpec::new`]'s).
+    Distance,
+    /// The files most relevant to the focus's files, by the graph, the git
+    /// history, their words and their directories fused, each shown by its
+    /// definitions' signatures ([`relevance`]; the default of
+    /// [`ProjectionSpec::for_focus`]). `breadth` bounds the graph signal's
+    /// file hops (at most 2); a focus that comes from no file falls back to
+    /// the distance ranking.
+    Relevance(Signals),
 }
 
 /// The breadth that a projection walks when its caller names none (`dstore
 /// project`, the MCP tool `get_context`, [`ProjectionSpec::for_focus`]):
-/// with the default depth, it gives a file focus its source, its classes
-/// and methods their signatures, and what they use their names.
-pub const DEFAULT_BREADTH: u32 = 6;
+/// the relevance ranking's graph signal follows links two files deep.
+pub const DEFAULT_BREADTH: u32 = 2;
 /// The full detail depth when the caller names none.
 pub const DEFAULT_DEPTH: &str = "FULL_SOURCE";
+/// The direction when the caller names none: links both ways (the files
+/// the focus uses and those that use it).
+pub const DEFAULT_DIRECTION: Direction = Direction::Both;
+/// The ranking when the caller names none.
+pub const DEFAULT_RANKING: Ranking = Ranking::Relevance(Signals::DEFAULT);
 
 impl ProjectionSpec {
-    /// A spec of `focus` with the defaults: [`DEFAULT_BREADTH`],
-    /// [`DEFAULT_DEPTH`], and those of [`ProjectionSpec::new`].
+    /// A spec of `focus` with the defaults that the context benchmark found
+    /// best (`docs/ingest.md`): [`DEFAULT_BREADTH`], [`DEFAULT_DEPTH`],
+    /// [`DEFAULT_DIRECTION`], [`DEFAULT_RANKING`], and those of
+    /// [`ProjectionSpec::new`] for the rest.
     ///
     /// # Errors
     /// As [`ProjectionSpec::new`].
     pub fn for_focus<S: Into<String>>(focus: impl IntoIterator<Item = S>) -> Result<Self> {
-        ProjectionSpec::new(focus, DEFAULT_BREADTH, Depth::named(DEFAULT_DEPTH))
+        Ok(ProjectionSpec::new(focus, DEFAULT_BREADTH, Depth::named(DEFAULT_DEPTH))?
+            .with_direction(DEFAULT_DIRECTION)
+            .with_ranking(DEFAULT_RANKING))
     }
 
-    /// A spec with the defaults: gradient on, domain `uko-code:`, outgoing
-    /// edges of every relation, no fan-out cap.
+    /// A spec with the defaults of a breadth-first walk: gradient on, domain
+    /// `uko-code:`, outgoing edges of every relation, no fan-out cap, the
+    /// distance ranking.
     ///
     /// # Errors
     /// [`Error::Validation`] for an empty focus list or an empty URI.
@@ -161,6 +189,7 @@ impl ProjectionSpec {
             direction: Direction::Outgoing,
             relations: None,
             max_fan_out: None,
+            ranking: Ranking::Distance,
         })
     }
 
@@ -183,6 +212,9 @@ impl ProjectionSpec {
     /// Hub guard: at most `cap` new neighbours per node and hop (None: plain BFS).
     pub fn with_max_fan_out(&self, cap: Option<usize>) -> Self {
         ProjectionSpec { max_fan_out: cap, ..self.clone() }
+    }
+    pub fn with_ranking(&self, ranking: Ranking) -> Self {
+        ProjectionSpec { ranking, ..self.clone() }
     }
 
     pub fn focus(&self) -> &[String] {
@@ -208,6 +240,9 @@ impl ProjectionSpec {
     }
     pub fn max_fan_out(&self) -> Option<usize> {
         self.max_fan_out
+    }
+    pub fn ranking(&self) -> Ranking {
+        self.ranking
     }
 }
 
@@ -399,6 +434,12 @@ impl DepthBreadthProjector {
     /// [`Error::UnknownNode`] for a focus not in the graph, the errors of
     /// [`DepthBreadthProjector::resolve_depth`], and the source's errors.
     pub fn project(&self, graph: &impl GraphSource, spec: &ProjectionSpec) -> Result<Projection> {
+        if let Ranking::Relevance(signals) = spec.ranking() {
+            let full = self.resolve_depth(spec)?;
+            if let Some((projection, _)) = relevance::project(graph, spec, full, &signals, &CharEstimate, None)? {
+                return Ok(projection);
+            }
+        }
         let Walk { projection, .. } = self.walk(graph, spec, false)?;
         Ok(projection)
     }
@@ -508,6 +549,12 @@ impl DepthBreadthProjector {
         counter: &dyn TokenCounter,
         budget: Option<usize>,
     ) -> Result<(Projection, FragmentSet)> {
+        if let Ranking::Relevance(signals) = spec.ranking() {
+            let full = self.resolve_depth(spec)?;
+            if let Some(found) = relevance::project(graph, spec, full, &signals, counter, budget)? {
+                return Ok(found);
+            }
+        }
         let Walk { projection, keys, met } = self.walk(graph, spec, true)?;
         let rank = personalized_rank(&keys, projection.nodes.iter().take_while(|n| n.distance == 0).count(), &met);
         let records = graph.records(&keys, true)?;

@@ -195,7 +195,41 @@ pub struct NodeRecord {
     pub views: Vec<NodeView>,
 }
 
+/// An edge between a node of one file and a node of another: what the
+/// relevance ranking of files reads of the graph (see `projection`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileLink {
+    /// The file asked about, and its node at this end of the edge.
+    pub file: String,
+    pub node: NodeKey,
+    /// The other file, and its node.
+    pub other_file: String,
+    pub other: NodeKey,
+    pub relation: String,
+    /// The edge's weight, 1 when it has none.
+    pub weight: f64,
+    /// The edge leaves `node` (true) or arrives at it (false).
+    pub outgoing: bool,
+}
+
+/// The relation of the edges between files that changed together in the
+/// git history (`dstore ingest`, weighted by how often and how recently).
+pub const CO_CHANGED: &str = "co_changed";
+
+/// A definition (a `class` or `function` node) of a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Definition {
+    pub file: String,
+    pub key: NodeKey,
+    pub uri: String,
+    pub kind: String,
+}
+
 /// Where a projection reads the graph from: the store or memory.
+///
+/// The methods past [`GraphSource::records`] serve the relevance ranking of
+/// files; a source without them (their defaults answer nothing) ranks by
+/// what it has.
 pub trait GraphSource {
     /// Keys of the nodes with these URIs, in the same order.
     ///
@@ -230,6 +264,87 @@ pub trait GraphSource {
     fn uris(&self, keys: &[NodeKey]) -> Result<Vec<String>> {
         Ok(self.records(keys, false)?.into_iter().map(|r| r.uri).collect())
     }
+
+    /// [`GraphSource::records`] with only the views of depth `max_depth` or
+    /// less: a projection that shows signatures need not read whole sources.
+    ///
+    /// # Errors
+    /// As [`GraphSource::records`].
+    fn records_to_depth(&self, keys: &[NodeKey], max_depth: u32) -> Result<Vec<NodeRecord>> {
+        let mut records = self.records(keys, true)?;
+        for r in &mut records {
+            r.views.retain(|v| v.depth <= max_depth);
+        }
+        Ok(records)
+    }
+
+    /// The edges between a node of one of `files` (nodes whose
+    /// `resource_uri` it is) and a node of another file, either way: of
+    /// `relation`, or with `None` of every relation but `contains` and
+    /// [`CO_CHANGED`] (the code's own links).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the source cannot be read.
+    fn file_links(&self, files: &[String], relation: Option<&str>) -> Result<Vec<FileLink>> {
+        let _ = (files, relation);
+        Ok(Vec::new())
+    }
+
+    /// The definitions of `files`, each file's in the order they were added.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the source cannot be read.
+    fn definitions(&self, files: &[String]) -> Result<Vec<Definition>> {
+        let _ = files;
+        Ok(Vec::new())
+    }
+
+    /// The files (nodes that are their own resource) whose URIs start
+    /// with `prefix`, at most `limit`, in URI order.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the source cannot be read.
+    fn files_under(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
+        let _ = (prefix, limit);
+        Ok(Vec::new())
+    }
+
+    /// The terms of `file` in the lexical index, with their counts: empty
+    /// when the source has no index, or `file` is not in it.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the source cannot be read.
+    fn file_terms(&self, file: &str) -> Result<Vec<(String, u32)>> {
+        let _ = file;
+        Ok(Vec::new())
+    }
+
+    /// What BM25 needs of the lexical index for `terms`: the indexed files'
+    /// count and mean length, and how many files hold each term.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the source cannot be read.
+    fn term_statistics(&self, terms: &[String]) -> Result<TermStatistics> {
+        let _ = terms;
+        Ok(TermStatistics::default())
+    }
+
+    /// The files holding `term`: (file, the term's count there, the file's length).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the source cannot be read.
+    fn postings(&self, term: &str) -> Result<Vec<(String, u32, u32)>> {
+        let _ = term;
+        Ok(Vec::new())
+    }
+}
+
+/// The lexical index's statistics for a set of terms (see [`GraphSource::term_statistics`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TermStatistics {
+    pub files: u64,
+    pub mean_length: f64,
+    pub document_frequency: HashMap<String, u64>,
 }
 
 /// The whole graph in memory, on petgraph.
@@ -362,5 +477,65 @@ impl GraphSource for UkoGraph {
                 }
             })
             .collect())
+    }
+
+    fn file_links(&self, files: &[String], relation: Option<&str>) -> Result<Vec<FileLink>> {
+        let file_of = |i: NodeIndex| self.graph[i].resource_uri.as_deref();
+        let mut out = Vec::new();
+        for e in self.graph.edge_references() {
+            let r = e.weight().0.as_str();
+            if relation.map_or(r == "contains" || r == CO_CHANGED, |only| r != only) {
+                continue;
+            }
+            let (Some(a), Some(b)) = (file_of(e.source()), file_of(e.target())) else { continue };
+            if a == b {
+                continue;
+            }
+            for (here, there, node, other, outgoing) in
+                [(a, b, e.source(), e.target(), true), (b, a, e.target(), e.source(), false)]
+            {
+                if files.iter().any(|f| f == here) {
+                    out.push(FileLink {
+                        file: here.to_owned(),
+                        node: node.index() as NodeKey,
+                        other_file: there.to_owned(),
+                        other: other.index() as NodeKey,
+                        relation: e.weight().0.clone(),
+                        weight: e.weight().1.unwrap_or(1.0),
+                        outgoing,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn definitions(&self, files: &[String]) -> Result<Vec<Definition>> {
+        Ok(self
+            .graph
+            .node_indices()
+            .filter_map(|i| {
+                let n = &self.graph[i];
+                let file = n.resource_uri.as_ref().filter(|f| files.contains(f))?;
+                (n.kind == "class" || n.kind == "function").then(|| Definition {
+                    file: file.clone(),
+                    key: i.index() as NodeKey,
+                    uri: n.uri.clone(),
+                    kind: n.kind.clone(),
+                })
+            })
+            .collect())
+    }
+
+    fn files_under(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
+        let mut files: Vec<String> = self
+            .graph
+            .node_weights()
+            .filter(|n| n.resource_uri.as_deref() == Some(n.uri.as_str()) && n.uri.starts_with(prefix))
+            .map(|n| n.uri.clone())
+            .collect();
+        files.sort();
+        files.truncate(limit);
+        Ok(files)
     }
 }
