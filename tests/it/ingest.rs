@@ -1,7 +1,8 @@
 //! `dstore ingest` and `Store::ingest` on small Python and Rust trees made
-//! here: the nodes, views and edges of each language, re-ingest that
-//! touches nothing, edits, removed files, bad input, and decisions that go
-//! stale when the code they saw changes.
+//! here and a TypeScript and JavaScript tree in `tests/fixtures/ingest/`:
+//! the nodes, views and edges of each language, re-ingest that touches
+//! nothing, edits, removed files, bad input, and decisions that go stale
+//! when the code they saw changes.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -446,4 +447,161 @@ fn an_ingest_that_fails_part_way_leaves_the_graph_as_it_was() {
     let err = store.ingest(&tree, IngestOptions::default()).unwrap_err();
     assert!(err.to_string().contains("injected fault"), "{err}");
     assert_eq!(graph_dump(&store), before, "half an ingest was kept");
+}
+
+/// A copy of `tests/fixtures/ingest/<name>` in `to`, to ingest and edit.
+fn fixture(name: &str, to: &Path) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ingest").join(name);
+    let mut stack = vec![from.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(&from).unwrap().to_str().unwrap().to_owned();
+                write(to, &rel, &std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+}
+
+fn view(g: &decision_store::uko::UkoGraph, uri: &str, depth: u32) -> String {
+    g.node(uri).unwrap_or_else(|| panic!("no node {uri}")).view_at(depth).unwrap().content.clone()
+}
+
+#[test]
+fn a_typescript_and_javascript_tree_becomes_modules_classes_interfaces_and_functions() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("web");
+    fixture("typescript", &tree);
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    let report = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!((report.files, report.parsed), (9, 9), "tsconfig files are read, not ingested: {report:?}");
+    assert!(report.parse_errors.is_empty() && report.skipped.is_empty(), "{report:?}");
+
+    let g = store.load_graph().unwrap();
+    let kind = |uri: &str| g.node(uri).unwrap_or_else(|| panic!("no node {uri}")).kind.clone();
+    // Interfaces, type aliases and enums are classes; arrow functions and
+    // function expressions bound to a name are functions; `index.ts` is its directory.
+    for class in
+        ["models.user.User", "models.user.Named", "models.user.UserId", "models.user.Role", "models.shape.Shape"]
+    {
+        assert_eq!(kind(&format!("class://{class}")), "class");
+    }
+    for function in [
+        "models.user.User.displayName",
+        "models.user.User.constructor",
+        "models.user.Named.displayName",
+        "models.shape.Shape.area",
+        "util.text.slugify",
+        "lazy.later",
+        "utils.misc.helper",
+        "utils.misc.other",
+        "web.components.Button.Button",
+        "web.page.Page",
+    ] {
+        assert_eq!(kind(&format!("function://{function}")), "function");
+    }
+    assert_eq!(g.node("module://models").unwrap().resource_uri.as_deref(), Some("project://src/models/index.ts"));
+    assert_eq!(
+        g.node("function://utils.misc.helper").unwrap().resource_uri.as_deref(),
+        Some("project://utils/misc.js")
+    );
+
+    // Views: the header with the JSDoc's first line; the outline; the whole definition with its JSDoc.
+    let user = "class://models.user.User";
+    assert_eq!(view(&g, user, 4), "export class User extends Base implements Named\n    A user of the service.");
+    assert_eq!(
+        view(&g, user, 1),
+        "export class User extends Base implements Named: methods=constructor,displayName,save"
+    );
+    assert!(
+        view(&g, user, 9).starts_with("/**\n * A user of the service.\n * More about users.\n */\nexport class User")
+    );
+    assert_eq!(
+        view(&g, "function://models.user.User.displayName", 4),
+        "displayName(): string\n    The name, made safe for a URL."
+    );
+    assert_eq!(view(&g, "function://models.user.Named.displayName", 4), "displayName(): string\n    The name shown.");
+    assert_eq!(
+        view(&g, "function://util.text.slugify", 4),
+        "export const slugify = (s: string): string =>\n    Lower case, dashes for spaces."
+    );
+    assert_eq!(view(&g, "function://utils.misc.helper", 4), "function helper()\n    A helper in plain JavaScript.");
+    assert_eq!(view(&g, "class://models.user.UserId", 4), "export type UserId = string | number");
+    assert_eq!(view(&g, "module://models.user", 3), "[MODULE_GRAPH]: symbols=Named,User,Base,persist,UserId,Role");
+
+    // Imports, to the files they name: tsconfig `paths` (from the config it
+    // extends), `baseUrl`, a directory's index, `import type`, a `.js`
+    // specifier of a `.ts` file, `export ... from`, `export *`, `import()`,
+    // `require()`, the nearest tsconfig (web/'s `~/*`); `react` is a package's.
+    assert_eq!(edges(&store, "module://models.user", "imports"), set(&["function://util.text.slugify"]));
+    assert_eq!(
+        edges(&store, "module://app", "imports"),
+        set(&["module://models", "class://models.user.UserId", "function://utils.misc.helper", "module://lazy"])
+    );
+    assert_eq!(
+        edges(&store, "module://models", "imports"),
+        set(&["class://models.user.User", "module://models.shape"])
+    );
+    assert_eq!(edges(&store, "module://utils.misc", "imports"), set(&["module://util.text"]));
+    assert_eq!(edges(&store, "module://web.page", "imports"), set(&["function://web.components.Button.Button"]));
+
+    // Classes: `extends`, `implements`, members.
+    assert_eq!(edges(&store, user, "inherits"), set(&["class://models.user.Base"]));
+    assert_eq!(edges(&store, user, "implements"), set(&["class://models.user.Named"]));
+    assert_eq!(
+        edges(&store, "class://models.user.Named", "contains"),
+        set(&["function://models.user.Named.displayName"])
+    );
+    // Calls: `f()`, `this.f()` (the class's own, not the interface's of the same name),
+    // `x.f()` (`u.save()`, `text.slugify()`), JSX components; `[].map()` is left out.
+    assert_eq!(
+        edges(&store, "function://models.user.User.save", "calls"),
+        set(&["function://models.user.User.displayName", "function://models.user.persist"])
+    );
+    assert_eq!(
+        edges(&store, "function://app.main", "calls"),
+        set(&["function://models.user.User.save", "function://utils.misc.helper"])
+    );
+    assert_eq!(edges(&store, "function://utils.misc.helper", "calls"), set(&["function://util.text.slugify"]));
+    assert_eq!(edges(&store, "function://web.page.Page", "calls"), set(&["function://web.components.Button.Button"]));
+    // References: types named and classes made with `new`.
+    assert_eq!(
+        edges(&store, "function://app.main", "references"),
+        set(&["class://models.user.User", "class://models.user.UserId"])
+    );
+    assert_eq!(edges(&store, "function://models.user.persist", "references"), set(&["class://models.user.Base"]));
+}
+
+#[test]
+fn a_typescript_file_with_errors_keeps_its_good_definitions_and_an_edit_changes_only_what_it_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("web");
+    fixture("typescript", &tree);
+    write(&tree, "src/broken.ts", "export function good(): number {\n  return 1;\n}\n\nexport function bad(: {\n  return\n}\n\nexport class Fine {}\n");
+    // Twenty thousand nested namespaces: no stack overflow, the rest of the nest left out.
+    write(
+        &tree,
+        "src/deep.ts",
+        &format!("{}function bottom() {{}}{}", "namespace a {".repeat(20_000), "}".repeat(20_000)),
+    );
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    let report = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(report.parse_errors, ["src/broken.ts"]);
+    let g = store.load_graph().unwrap();
+    assert!(g.node("function://broken.good").is_some() && g.node("class://broken.Fine").is_some());
+    let deepest = g.nodes().filter(|n| n.uri.starts_with("module://deep.a")).map(|n| n.uri.matches(".a").count()).max();
+    assert_eq!(deepest, Some(32));
+    let unused = store.node_version("function://util.text.unused").unwrap();
+
+    assert!(store.ingest(&tree, IngestOptions::default()).unwrap().is_unchanged());
+    let text = std::fs::read_to_string(tree.join("src/util/text.ts")).unwrap();
+    write(&tree, "src/util/text.ts", &text.replace("s.toLowerCase()", "s.trim().toLowerCase()"));
+    let edit = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(edit.parsed_files, ["src/util/text.ts"]);
+    assert_eq!((edit.nodes_added, edit.nodes_changed, edit.nodes_removed), (0, 3, 0), "file, module, slugify");
+    assert_eq!((edit.edges_added, edit.edges_removed), (0, 0));
+    assert_eq!(store.node_version("function://util.text.unused").unwrap(), unused);
 }
