@@ -11,6 +11,8 @@
 //! definition, or several equally near ones, is left out, never guessed.
 //! `docs/ingest.md` lists the URIs and views of each language.
 
+#[cfg(feature = "lang-go")]
+mod go;
 mod python;
 pub(crate) mod resolve;
 mod rust;
@@ -29,11 +31,12 @@ use crate::uko::{NodeView, UkoNode};
 /// The domain of every ingested node.
 pub const DOMAIN: &str = "uko-code:";
 
-/// Directories never walked: build output, dependencies, virtual environments, caches.
-pub const SKIPPED_DIRS: &[&str] = &["target", "node_modules", ".venv", "venv", "__pycache__", ".git", ".tox"];
+/// Directories never walked: build output, dependencies (`vendor`: Go's and
+/// Cargo's vendored copies), virtual environments, caches.
+pub const SKIPPED_DIRS: &[&str] = &["target", "node_modules", "vendor", ".venv", "venv", "__pycache__", ".git", ".tox"];
 
 /// The languages `ingest` reads: Python and Rust always, the others with
-/// their features (`lang-typescript`, `lang-javascript`).
+/// their features (`lang-typescript`, `lang-javascript`, `lang-go`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -48,11 +51,13 @@ pub enum Language {
     /// Read with the TSX grammar, which parses JavaScript and JSX.
     #[cfg(feature = "lang-javascript")]
     JavaScript,
+    #[cfg(feature = "lang-go")]
+    Go,
 }
 
 impl Language {
     /// By file extension: `.py`, `.rs`; `.ts`, `.mts`, `.cts`, `.tsx`;
-    /// `.js`, `.jsx`, `.mjs`, `.cjs` (each with its feature).
+    /// `.js`, `.jsx`, `.mjs`, `.cjs`; `.go` (each with its feature).
     pub fn of(path: &Path) -> Option<Language> {
         match path.extension()?.to_str()? {
             "py" => Some(Language::Python),
@@ -63,6 +68,8 @@ impl Language {
             "tsx" => Some(Language::Tsx),
             #[cfg(feature = "lang-javascript")]
             "js" | "jsx" | "mjs" | "cjs" => Some(Language::JavaScript),
+            #[cfg(feature = "lang-go")]
+            "go" => Some(Language::Go),
             _ => None,
         }
     }
@@ -76,6 +83,9 @@ impl Language {
             Language::TypeScript | Language::Tsx => &["index"],
             #[cfg(feature = "lang-javascript")]
             Language::JavaScript => &["index"],
+            // A Go package is a directory of files, each a module of its own.
+            #[cfg(feature = "lang-go")]
+            Language::Go => &[],
         }
     }
 }
@@ -175,7 +185,7 @@ pub fn file_uri(relative: &Path) -> String {
 }
 
 /// A file's path relative to the root, with `/`: its URI without `project://`.
-#[cfg(any(feature = "lang-typescript", feature = "lang-javascript"))]
+#[cfg(any(feature = "lang-typescript", feature = "lang-javascript", feature = "lang-go"))]
 fn file_path(uri: &str) -> &str {
     uri.strip_prefix("project://").unwrap_or(uri)
 }
@@ -192,28 +202,38 @@ pub struct Root {
 
 /// The files of a tree that map the imports of some languages to its
 /// files: `tsconfig.json` and `jsconfig.json` (their `paths` and `baseUrl`,
-/// with the `tsconfig*.json` they extend).
+/// with the `tsconfig*.json` they extend) and `go.mod` (the module path).
 /// The walk reads them; a file parsed maps its imports with what they say
 /// then, so an edit of one of them reaches a file when that file changes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ImportConfig {
     #[cfg(any(feature = "lang-typescript", feature = "lang-javascript"))]
     tsconfigs: tsconfig::TsConfigs,
+    #[cfg(feature = "lang-go")]
+    go_modules: go::GoModules,
 }
 
 impl ImportConfig {
     /// Whether a file of this name is one of those read (with the features built).
     pub(crate) fn wants(name: &str) -> bool {
         let config = |prefix: &str| name.starts_with(prefix) && name.ends_with(".json");
-        cfg!(any(feature = "lang-typescript", feature = "lang-javascript"))
-            && (config("tsconfig") || config("jsconfig"))
+        let typescript = cfg!(any(feature = "lang-typescript", feature = "lang-javascript"))
+            && (config("tsconfig") || config("jsconfig"));
+        typescript || (cfg!(feature = "lang-go") && name == "go.mod")
     }
 
     /// Takes one file that [`ImportConfig::wants`] (`relative` to the root).
-    #[cfg_attr(not(any(feature = "lang-typescript", feature = "lang-javascript")), allow(unused))]
+    #[cfg_attr(not(any(feature = "lang-typescript", feature = "lang-javascript", feature = "lang-go")), allow(unused))]
     pub(crate) fn add(&mut self, relative: &str, text: &str) {
+        let go_mod = relative == "go.mod" || relative.ends_with("/go.mod");
+        #[cfg(feature = "lang-go")]
+        if go_mod {
+            self.go_modules.add(relative, text);
+        }
         #[cfg(any(feature = "lang-typescript", feature = "lang-javascript"))]
-        self.tsconfigs.add(relative, text);
+        if !go_mod {
+            self.tsconfigs.add(relative, text);
+        }
     }
 }
 
@@ -236,6 +256,8 @@ pub fn parse_file(root: &Root, relative: &Path, language: Language, source: &str
         Language::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
         #[cfg(feature = "lang-javascript")]
         Language::JavaScript => tree_sitter_typescript::LANGUAGE_TSX.into(),
+        #[cfg(feature = "lang-go")]
+        Language::Go => tree_sitter_go::LANGUAGE.into(),
     };
     parser.set_language(&grammar).expect("the grammar crates match the tree-sitter version");
     // `parse` gives up only when cancelled or without a language: neither happens here.
@@ -259,6 +281,8 @@ pub fn parse_file(root: &Root, relative: &Path, language: Language, source: &str
         Language::JavaScript => {
             typescript::extract(&mut out, &module, file_path(&file), language, root, source, tree.root_node())
         }
+        #[cfg(feature = "lang-go")]
+        Language::Go => go::extract(&mut out, &module, file_path(&file), root, source, tree.root_node()),
     };
     let graph_line = format!("[MODULE_GRAPH]: symbols={}", symbols.join(","));
     let version = content_version(source.as_bytes());
@@ -373,7 +397,7 @@ fn first_line(doc: &str) -> Option<String> {
 
 /// The first line of a comment (`/** ... */`, `/* ... */`, `//`, `///`),
 /// trimmed of its markers and of a leading `*` on each line.
-#[cfg(any(feature = "lang-typescript", feature = "lang-javascript"))]
+#[cfg(any(feature = "lang-typescript", feature = "lang-javascript", feature = "lang-go"))]
 fn comment_first_line(comment: &str) -> Option<String> {
     let body = comment.trim().trim_end_matches("*/");
     let line = body
@@ -390,7 +414,7 @@ fn comment_first_line(comment: &str) -> Option<String> {
 
 /// True when `comment` ends on the line above `next` (or on its line):
 /// a comment set apart by a blank line documents nothing in particular.
-#[cfg(any(feature = "lang-typescript", feature = "lang-javascript"))]
+#[cfg(any(feature = "lang-typescript", feature = "lang-javascript", feature = "lang-go"))]
 fn just_above(comment: tree_sitter::Node<'_>, next: tree_sitter::Node<'_>) -> bool {
     comment.end_position().row + 1 >= next.start_position().row
 }
@@ -450,9 +474,11 @@ mod tests {
             assert_eq!(p("src/types.d.ts", Language::TypeScript), "types");
             assert_eq!(p("ui/user.service.tsx", Language::Tsx), "ui.user.service");
         }
+        #[cfg(feature = "lang-go")]
+        assert_eq!(p("internal/store/store.go", Language::Go), "internal.store.store");
     }
 
-    #[cfg(any(feature = "lang-typescript", feature = "lang-javascript"))]
+    #[cfg(any(feature = "lang-typescript", feature = "lang-javascript", feature = "lang-go"))]
     #[test]
     fn first_lines_of_comments() {
         assert_eq!(comment_first_line("/** Adds two.\n * More. */").as_deref(), Some("Adds two."));

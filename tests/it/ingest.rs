@@ -1,5 +1,5 @@
 //! `dstore ingest` and `Store::ingest` on small Python and Rust trees made
-//! here and a TypeScript and JavaScript tree in `tests/fixtures/ingest/`:
+//! here and TypeScript/JavaScript and Go trees in `tests/fixtures/ingest/`:
 //! the nodes, views and edges of each language, re-ingest that touches
 //! nothing, edits, removed files, bad input, and decisions that go stale
 //! when the code they saw changes.
@@ -231,6 +231,7 @@ fn bad_input_is_counted_and_reported_never_a_panic_or_half_a_graph() {
     write(&tree, "target/gen.rs", "fn generated() {}\n");
     write(&tree, ".venv/lib/site.py", "def vendored():\n    pass\n");
     write(&tree, "node_modules/x/y.py", "def vendored():\n    pass\n");
+    write(&tree, "vendor/x/y.py", "def vendored():\n    pass\n");
     #[cfg(unix)]
     {
         std::os::unix::fs::symlink(&tree, tree.join("pkg/loop")).unwrap();
@@ -604,4 +605,127 @@ fn a_typescript_file_with_errors_keeps_its_good_definitions_and_an_edit_changes_
     assert_eq!((edit.nodes_added, edit.nodes_changed, edit.nodes_removed), (0, 3, 0), "file, module, slugify");
     assert_eq!((edit.edges_added, edit.edges_removed), (0, 0));
     assert_eq!(store.node_version("function://util.text.unused").unwrap(), unused);
+}
+
+#[test]
+fn a_go_tree_becomes_packages_of_files_with_types_functions_and_methods() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("svc");
+    fixture("go", &tree);
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    let report = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!((report.files, report.parsed), (5, 5), "go.mod is read, not ingested: {report:?}");
+    assert!(report.parse_errors.is_empty() && report.skipped.is_empty(), "{report:?}");
+
+    let g = store.load_graph().unwrap();
+    // Definitions are named in their package (the directory), files are modules.
+    for class in ["internal.store.Store", "internal.store.Value", "internal.store.Keys", "internal.api.Getter"] {
+        assert_eq!(g.node(&format!("class://{class}")).unwrap().kind, "class");
+    }
+    for function in [
+        "internal.store.New",
+        "internal.store.Store.Get",
+        "internal.store.Store.Put",
+        "internal.store.normalize",
+        "internal.store.TestNew",
+        "internal.api.Getter.Get",
+        "internal.api.Handler.Serve",
+        "cmd.svc.main",
+        // Each file's own `init`.
+        "internal.store.store.init",
+        "internal.store.helper.init",
+    ] {
+        assert_eq!(g.node(&format!("function://{function}")).unwrap().kind, "function", "{function}");
+    }
+    let put = g.node("function://internal.store.Store.Put").unwrap();
+    assert_eq!(put.resource_uri.as_deref(), Some("project://internal/store/helper.go"));
+
+    // Views: the header with the first line of the comment above (directives aside).
+    let get = "function://internal.store.Store.Get";
+    assert_eq!(view(&g, get, 4), "func (s *Store) Get(key string) (Value, bool)\n    Get returns the value of key.");
+    assert!(view(&g, get, 9).starts_with("// Get returns the value of key.\n//\n//go:noinline\nfunc (s *Store) Get("));
+    assert_eq!(view(&g, "class://internal.store.Store", 4), "type Store struct\n    Store keeps values by key.");
+    assert_eq!(view(&g, "class://internal.store.Store", 1), "type Store struct: methods=Get");
+    assert_eq!(view(&g, "class://internal.store.Value", 4), "type Value = string\n    Value is what a Store keeps.");
+    assert_eq!(
+        view(&g, "function://internal.api.Getter.Get", 4),
+        "Get(key string) (store.Value, bool)\n    Get returns the value of key."
+    );
+    assert_eq!(view(&g, "module://internal.store.store", 1), "[MODULE_GRAPH]: symbols=Store,Value,Keys,New,init");
+
+    // An import of a package reaches every file of it (its tests aside), through go.mod; `fmt` is not ours.
+    assert_eq!(
+        edges(&store, "module://internal.api.api", "imports"),
+        set(&["module://internal.store.store", "module://internal.store.helper"])
+    );
+    assert_eq!(edges(&store, "module://cmd.svc.main", "imports"), set(&["module://internal.api.api"]));
+    // A method defined beside its type belongs to it; one in another file to both its file and its type.
+    assert_eq!(
+        edges(&store, "class://internal.store.Store", "contains"),
+        set(&["function://internal.store.Store.Get", "function://internal.store.Store.Put"])
+    );
+    assert!(edges(&store, "module://internal.store.helper", "contains").contains("function://internal.store.Store.Put"));
+    // Calls: in the package (another file), through an import, on the receiver,
+    // on a value (`api.Run().Serve()`); `fmt.Println` and the promoted `h.Get` are left out.
+    assert_eq!(edges(&store, get, "calls"), set(&["function://internal.store.normalize"]));
+    assert_eq!(edges(&store, "function://internal.api.Run", "calls"), set(&["function://internal.store.New"]));
+    assert_eq!(
+        edges(&store, "function://internal.api.Handler.Serve", "calls"),
+        set(&["function://internal.api.Handler.log"])
+    );
+    assert_eq!(
+        edges(&store, "function://cmd.svc.main", "calls"),
+        set(&["function://internal.api.Run", "function://internal.api.Handler.Serve"])
+    );
+    // Embedding `inherits`; types named `references` (`string` and `sync.Mutex` are not ours).
+    assert_eq!(edges(&store, "class://internal.api.Handler", "inherits"), set(&["class://internal.store.Store"]));
+    assert!(edges(&store, "class://internal.api.Handler", "references").is_empty());
+    assert_eq!(edges(&store, "class://internal.store.Store", "references"), set(&["class://internal.store.Value"]));
+    assert_eq!(
+        edges(&store, "function://internal.api.Getter.Get", "references"),
+        set(&["class://internal.store.Value"])
+    );
+}
+
+#[test]
+fn a_go_package_import_follows_the_files_of_the_package_and_a_broken_file_keeps_its_good_definitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("svc");
+    fixture("go", &tree);
+    write(
+        &tree,
+        "internal/api/broken.go",
+        "package api\n\n// Fine parses.\nfunc Fine() int { return 1 }\n\nfunc Bad( {\n}\n",
+    );
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    let report = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(report.parse_errors, ["internal/api/broken.go"]);
+    let g = store.load_graph().unwrap();
+    assert_eq!(view(&g, "function://internal.api.Fine", 4), "func Fine() int\n    Fine parses.");
+    let put = store.node_version("function://internal.store.Store.Put").unwrap();
+
+    // An edit of one function: its file, module and itself change; nothing else.
+    let helper = std::fs::read_to_string(tree.join("internal/store/helper.go")).unwrap();
+    write(&tree, "internal/store/helper.go", &helper.replace("{ return v }", "{\n\treturn v\n}"));
+    let edit = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(edit.parsed_files, ["internal/store/helper.go"]);
+    assert_eq!((edit.nodes_added, edit.nodes_changed, edit.nodes_removed), (0, 3, 0), "file, module, normalize");
+    assert_eq!((edit.edges_added, edit.edges_removed), (0, 0));
+    assert_eq!(store.node_version("function://internal.store.Store.Put").unwrap(), put);
+
+    // A new file of the package: the files importing it reach it without being parsed again.
+    write(&tree, "internal/store/extra.go", "package store\n\nfunc Extra() {}\n");
+    let added = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(added.parsed_files, ["internal/store/extra.go"]);
+    assert_eq!(
+        edges(&store, "module://internal.api.api", "imports"),
+        set(&["module://internal.store.store", "module://internal.store.helper", "module://internal.store.extra"])
+    );
+    std::fs::remove_file(tree.join("internal/store/helper.go")).unwrap();
+    store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(
+        edges(&store, "module://internal.api.api", "imports"),
+        set(&["module://internal.store.store", "module://internal.store.extra"])
+    );
+    assert!(edges(&store, "function://internal.store.Store.Get", "calls").is_empty(), "normalize went with its file");
 }
