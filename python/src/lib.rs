@@ -619,7 +619,8 @@ impl PyStore {
         self.with(py, move |s| s.upsert_edges(&edges))
     }
 
-    /// Builds or updates the graph of the Python and Rust files under `path`; returns the report.
+    /// Builds or updates the graph of the Python, Rust, TypeScript, JavaScript
+    /// and Go files under `path`; returns the report.
     fn ingest<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyAny>> {
         let report = self.with(py, move |s| s.ingest(&path, Default::default()))?;
         to_py(py, &serde_json::to_value(report).unwrap_or_default())

@@ -92,7 +92,7 @@ enum Command {
         #[arg(long, value_name = "PLAN_ID")]
         plan: Option<String>,
     },
-    /// Build (or bring up to date) the UKO graph of the Python and Rust files under PATH.
+    /// Build (or bring up to date) the UKO graph of the Python, Rust, TypeScript, JavaScript and Go files under PATH.
     Ingest {
         db: PathBuf,
         path: PathBuf,

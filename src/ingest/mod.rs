@@ -11,11 +11,17 @@
 //! definition, or several equally near ones, is left out, never guessed.
 //! `docs/ingest.md` lists the URIs and views of each language.
 
+#[cfg(feature = "lang-go")]
+mod go;
 pub mod history;
 pub mod lexical;
 mod python;
 pub(crate) mod resolve;
 mod rust;
+#[cfg(any(feature = "lang-typescript", feature = "lang-javascript"))]
+mod tsconfig;
+#[cfg(any(feature = "lang-typescript", feature = "lang-javascript"))]
+mod typescript;
 pub(crate) mod walk;
 
 use std::path::Path;
@@ -27,24 +33,61 @@ use crate::uko::{NodeView, UkoNode};
 /// The domain of every ingested node.
 pub const DOMAIN: &str = "uko-code:";
 
-/// Directories never walked: build output, dependencies, virtual environments, caches.
-pub const SKIPPED_DIRS: &[&str] = &["target", "node_modules", ".venv", "venv", "__pycache__", ".git", ".tox"];
+/// Directories never walked: build output, dependencies (`vendor`: Go's and
+/// Cargo's vendored copies), virtual environments, caches.
+pub const SKIPPED_DIRS: &[&str] = &["target", "node_modules", "vendor", ".venv", "venv", "__pycache__", ".git", ".tox"];
 
-/// The languages `ingest` reads.
+/// The languages `ingest` reads: Python and Rust always, the others with
+/// their features (`lang-typescript`, `lang-javascript`, `lang-go`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Language {
     Python,
     Rust,
+    #[cfg(feature = "lang-typescript")]
+    TypeScript,
+    /// TypeScript with JSX (`.tsx`).
+    #[cfg(feature = "lang-typescript")]
+    Tsx,
+    /// Read with the TSX grammar, which parses JavaScript and JSX.
+    #[cfg(feature = "lang-javascript")]
+    JavaScript,
+    #[cfg(feature = "lang-go")]
+    Go,
 }
 
 impl Language {
-    /// By file extension: `.py`, `.rs`.
+    /// By file extension: `.py`, `.rs`; `.ts`, `.mts`, `.cts`, `.tsx`;
+    /// `.js`, `.jsx`, `.mjs`, `.cjs`; `.go` (each with its feature).
     pub fn of(path: &Path) -> Option<Language> {
         match path.extension()?.to_str()? {
             "py" => Some(Language::Python),
             "rs" => Some(Language::Rust),
+            #[cfg(feature = "lang-typescript")]
+            "ts" | "mts" | "cts" => Some(Language::TypeScript),
+            #[cfg(feature = "lang-typescript")]
+            "tsx" => Some(Language::Tsx),
+            #[cfg(feature = "lang-javascript")]
+            "js" | "jsx" | "mjs" | "cjs" => Some(Language::JavaScript),
+            #[cfg(feature = "lang-go")]
+            "go" => Some(Language::Go),
             _ => None,
+        }
+    }
+
+    /// The file names that stand for their directory's module.
+    fn stands_for_dir(self) -> &'static [&'static str] {
+        match self {
+            Language::Python => &["__init__"],
+            Language::Rust => &["mod", "lib"],
+            #[cfg(feature = "lang-typescript")]
+            Language::TypeScript | Language::Tsx => &["index"],
+            #[cfg(feature = "lang-javascript")]
+            Language::JavaScript => &["index"],
+            // A Go package is a directory of files, each a module of its own.
+            #[cfg(feature = "lang-go")]
+            Language::Go => &[],
         }
     }
 }
@@ -111,7 +154,7 @@ pub struct SkippedFile {
 /// What [`Store::ingest`](crate::Store::ingest) did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct IngestReport {
-    /// Source files found (Python and Rust).
+    /// Source files found (of the languages read).
     pub files: u64,
     /// New or changed files, parsed.
     pub parsed: u64,
@@ -184,13 +227,57 @@ pub fn file_uri(relative: &Path) -> String {
     format!("project://{}", parts.join("/"))
 }
 
-/// Where a walk starts: its directory's name, and whether that directory
-/// is itself a Python package (holds an `__init__.py`), whose modules are
-/// then `name.module`.
+/// A file's path relative to the root, with `/`: its URI without `project://`.
+#[cfg(any(feature = "lang-typescript", feature = "lang-javascript", feature = "lang-go"))]
+fn file_path(uri: &str) -> &str {
+    uri.strip_prefix("project://").unwrap_or(uri)
+}
+
+/// Where a walk starts: its directory's name, whether that directory is
+/// itself a Python package (holds an `__init__.py`), whose modules are then
+/// `name.module`, and the files of the tree that say where imports lead.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Root {
     pub name: String,
     pub python_package: bool,
+    pub imports: ImportConfig,
+}
+
+/// The files of a tree that map the imports of some languages to its
+/// files: `tsconfig.json` and `jsconfig.json` (their `paths` and `baseUrl`,
+/// with the `tsconfig*.json` they extend) and `go.mod` (the module path).
+/// The walk reads them; a file parsed maps its imports with what they say
+/// then, so an edit of one of them reaches a file when that file changes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImportConfig {
+    #[cfg(any(feature = "lang-typescript", feature = "lang-javascript"))]
+    tsconfigs: tsconfig::TsConfigs,
+    #[cfg(feature = "lang-go")]
+    go_modules: go::GoModules,
+}
+
+impl ImportConfig {
+    /// Whether a file of this name is one of those read (with the features built).
+    pub(crate) fn wants(name: &str) -> bool {
+        let config = |prefix: &str| name.starts_with(prefix) && name.ends_with(".json");
+        let typescript = cfg!(any(feature = "lang-typescript", feature = "lang-javascript"))
+            && (config("tsconfig") || config("jsconfig"));
+        typescript || (cfg!(feature = "lang-go") && name == "go.mod")
+    }
+
+    /// Takes one file that [`ImportConfig::wants`] (`relative` to the root).
+    #[cfg_attr(not(any(feature = "lang-typescript", feature = "lang-javascript", feature = "lang-go")), allow(unused))]
+    pub(crate) fn add(&mut self, relative: &str, text: &str) {
+        let go_mod = relative == "go.mod" || relative.ends_with("/go.mod");
+        #[cfg(feature = "lang-go")]
+        if go_mod {
+            self.go_modules.add(relative, text);
+        }
+        #[cfg(any(feature = "lang-typescript", feature = "lang-javascript"))]
+        if !go_mod {
+            self.tsconfigs.add(relative, text);
+        }
+    }
 }
 
 /// Parses one file (`relative` to the walked `root`) into its nodes and references.
@@ -206,6 +293,14 @@ pub fn parse_file(root: &Root, relative: &Path, language: Language, source: &str
     let grammar: tree_sitter::Language = match language {
         Language::Python => tree_sitter_python::LANGUAGE.into(),
         Language::Rust => tree_sitter_rust::LANGUAGE.into(),
+        #[cfg(feature = "lang-typescript")]
+        Language::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+        #[cfg(feature = "lang-typescript")]
+        Language::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
+        #[cfg(feature = "lang-javascript")]
+        Language::JavaScript => tree_sitter_typescript::LANGUAGE_TSX.into(),
+        #[cfg(feature = "lang-go")]
+        Language::Go => tree_sitter_go::LANGUAGE.into(),
     };
     parser.set_language(&grammar).expect("the grammar crates match the tree-sitter version");
     // `parse` gives up only when cancelled or without a language: neither happens here.
@@ -221,6 +316,16 @@ pub fn parse_file(root: &Root, relative: &Path, language: Language, source: &str
             let crate_root = is_crate_root(relative);
             rust::extract(&mut out, &module, &crate_prefix(relative), root_name, crate_root, source, tree.root_node())
         }
+        #[cfg(feature = "lang-typescript")]
+        Language::TypeScript | Language::Tsx => {
+            typescript::extract(&mut out, &module, file_path(&file), language, root, source, tree.root_node())
+        }
+        #[cfg(feature = "lang-javascript")]
+        Language::JavaScript => {
+            typescript::extract(&mut out, &module, file_path(&file), language, root, source, tree.root_node())
+        }
+        #[cfg(feature = "lang-go")]
+        Language::Go => go::extract(&mut out, &module, file_path(&file), root, source, tree.root_node()),
     };
     let graph_line = format!("[MODULE_GRAPH]: symbols={}", symbols.join(","));
     let version = content_version(source.as_bytes());
@@ -232,22 +337,26 @@ pub fn parse_file(root: &Root, relative: &Path, language: Language, source: &str
 }
 
 /// The dotted module path of a file: its path without the extension, `/`
-/// as `.`, a `src` directory left out, and `__init__` (Python) or `mod`
-/// and `lib` (Rust) standing for their directory; the root's own name when
-/// nothing is left. A binary's `src/main.rs` is module `main`.
+/// as `.`, a `src` directory left out, and `__init__` (Python), `mod` and
+/// `lib` (Rust) or `index` (TypeScript, JavaScript) standing for their
+/// directory; the root's own name when nothing is left. A binary's
+/// `src/main.rs` is module `main`; a declaration file `types.d.ts` is `types`.
 pub fn module_path(root_name: &str, relative: &Path, language: Language) -> String {
     let mut parts: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
     if let Some(last) = parts.last_mut() {
-        if let Some((stem, _)) = last.rsplit_once('.') {
+        if let Some((stem, ext)) = last.rsplit_once('.') {
+            let stem = if matches!(ext, "ts" | "mts" | "cts") { stem.strip_suffix(".d").unwrap_or(stem) } else { stem };
             *last = stem.to_owned();
         }
     }
+    dotted(root_name, parts, language)
+}
+
+/// The dotted module path of a file's path `parts` without its extension
+/// (or of a directory's): see [`module_path`].
+fn dotted(root_name: &str, mut parts: Vec<String>, language: Language) -> String {
     parts.retain(|p| p != "src");
-    let stands_for_dir: &[&str] = match language {
-        Language::Python => &["__init__"],
-        Language::Rust => &["mod", "lib"],
-    };
-    if parts.last().is_some_and(|l| stands_for_dir.contains(&l.as_str())) {
+    if parts.last().is_some_and(|l| language.stands_for_dir().contains(&l.as_str())) {
         parts.pop();
     }
     if parts.is_empty() {
@@ -329,6 +438,30 @@ fn first_line(doc: &str) -> Option<String> {
     Some(line.to_owned())
 }
 
+/// The first line of a comment (`/** ... */`, `/* ... */`, `//`, `///`),
+/// trimmed of its markers and of a leading `*` on each line.
+#[cfg(any(feature = "lang-typescript", feature = "lang-javascript", feature = "lang-go"))]
+fn comment_first_line(comment: &str) -> Option<String> {
+    let body = comment.trim().trim_end_matches("*/");
+    let line = body
+        .lines()
+        .map(|l| {
+            let l = l.trim();
+            let l = l.strip_prefix("/*").map_or(l, |l| l.trim_start_matches('*'));
+            let l = l.strip_prefix("//").map_or(l, |l| l.trim_start_matches(['/', '!']));
+            l.trim_start_matches('*').trim()
+        })
+        .find(|l| !l.is_empty())?;
+    Some(line.to_owned())
+}
+
+/// True when `comment` ends on the line above `next` (or on its line):
+/// a comment set apart by a blank line documents nothing in particular.
+#[cfg(any(feature = "lang-typescript", feature = "lang-javascript", feature = "lang-go"))]
+fn just_above(comment: tree_sitter::Node<'_>, next: tree_sitter::Node<'_>) -> bool {
+    comment.end_position().row + 1 >= next.start_position().row
+}
+
 /// The text of a node, lossless for valid UTF-8 input.
 fn text<'a>(node: tree_sitter::Node<'_>, source: &'a str) -> &'a str {
     &source[node.byte_range()]
@@ -378,6 +511,24 @@ mod tests {
         assert_eq!(p("src/lib.rs", Language::Rust), "proj");
         assert_eq!(p("src/main.rs", Language::Rust), "main");
         assert_eq!(p("crates/foo/src/lib.rs", Language::Rust), "crates.foo");
+        #[cfg(feature = "lang-typescript")]
+        {
+            assert_eq!(p("src/app/index.ts", Language::TypeScript), "app");
+            assert_eq!(p("src/types.d.ts", Language::TypeScript), "types");
+            assert_eq!(p("ui/user.service.tsx", Language::Tsx), "ui.user.service");
+        }
+        #[cfg(feature = "lang-go")]
+        assert_eq!(p("internal/store/store.go", Language::Go), "internal.store.store");
+    }
+
+    #[cfg(any(feature = "lang-typescript", feature = "lang-javascript", feature = "lang-go"))]
+    #[test]
+    fn first_lines_of_comments() {
+        assert_eq!(comment_first_line("/** Adds two.\n * More. */").as_deref(), Some("Adds two."));
+        assert_eq!(comment_first_line("/**\n * Adds two.\n */").as_deref(), Some("Adds two."));
+        assert_eq!(comment_first_line("/** One line. */").as_deref(), Some("One line."));
+        assert_eq!(comment_first_line("// New makes a Store.").as_deref(), Some("New makes a Store."));
+        assert_eq!(comment_first_line("/* */"), None);
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! Walking a source tree: which files an ingest takes, read and hashed,
-//! and parsing many of them at once on every core.
+//! with the files that map imports to them (tsconfig.json, go.mod), and
+//! parsing many of them at once on every core.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{
-    content_version, file_uri, parse_file, FileGraph, IngestOptions, IngestReport, Language, Root, SkippedFile,
-    SKIPPED_DIRS,
+    content_version, file_uri, parse_file, FileGraph, ImportConfig, IngestOptions, IngestReport, Language, Root,
+    SkippedFile, SKIPPED_DIRS,
 };
 
 /// A source file read from the tree.
@@ -18,8 +19,9 @@ pub(crate) struct Found {
     pub(crate) version: String,
 }
 
-/// The walk: source files read (in path order), and those that could not be.
-pub(crate) fn walk(root: &Path, options: IngestOptions, report: &mut IngestReport) -> Vec<Found> {
+/// The walk: source files read (in path order), and those that could not
+/// be; and what the files that map imports say.
+pub(crate) fn walk(root: &Path, options: IngestOptions, report: &mut IngestReport) -> (Vec<Found>, ImportConfig) {
     let walker = ignore::WalkBuilder::new(root)
         .follow_links(true)
         .require_git(false)
@@ -30,6 +32,7 @@ pub(crate) fn walk(root: &Path, options: IngestOptions, report: &mut IngestRepor
         })
         .build();
     let mut found = Vec::new();
+    let mut imports = ImportConfig::default();
     for entry in walker {
         let entry = match entry {
             Ok(e) => e,
@@ -39,6 +42,16 @@ pub(crate) fn walk(root: &Path, options: IngestOptions, report: &mut IngestRepor
             }
         };
         if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        if entry.file_name().to_str().is_some_and(ImportConfig::wants) {
+            // One that cannot be read maps nothing: imports through it are left out.
+            let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
+            let small = entry.metadata().is_ok_and(|m| m.len() <= options.max_file_bytes);
+            if let (Some(relative), true, Ok(text)) = (relative.to_str(), small, std::fs::read_to_string(entry.path()))
+            {
+                imports.add(&relative.replace(std::path::MAIN_SEPARATOR, "/"), &text);
+            }
             continue;
         }
         let Some(language) = Language::of(entry.path()) else { continue };
@@ -78,7 +91,7 @@ pub(crate) fn walk(root: &Path, options: IngestOptions, report: &mut IngestRepor
         };
         found.push(Found { uri: file_uri(&relative), relative, language, text, version });
     }
-    found
+    (found, imports)
 }
 
 /// The path an error of the walker names, relative to the root where it can be.

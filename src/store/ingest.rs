@@ -9,13 +9,15 @@ use crate::error::Result;
 use crate::ingest::{IngestOptions, IngestReport};
 
 impl Store {
-    /// Builds (or brings up to date) the UKO graph of the source files
-    /// under `root`, their lexical index, and (with `options.history`, when
-    /// `root` is in a git work tree) the `co_changed` links of its history.
-    /// Re-ingesting an unchanged tree writes nothing; after an edit only the changed files' nodes, and the edges that
-    /// change with them, are written; files gone from the tree take their
-    /// nodes with them. `docs/ingest.md` lists the nodes, views and edges
-    /// of each language.
+    /// Builds (or brings up to date) the UKO graph of the source files under
+    /// `root` (Python and Rust, and TypeScript, JavaScript and Go with their
+    /// features `lang-typescript`, `lang-javascript`, `lang-go`), their
+    /// lexical index, and (with `options.history`, when `root` is in a git
+    /// work tree) the `co_changed` links of its history. Re-ingesting an
+    /// unchanged tree writes nothing; after an edit only the changed files'
+    /// nodes, and the edges that change with them, are written; files gone
+    /// from the tree take their nodes with them. `docs/ingest.md` lists the
+    /// nodes, views and edges of each language.
     ///
     /// The tree is read and parsed (on every core) outside any transaction;
     /// the changes are then written in transactions of at most

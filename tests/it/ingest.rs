@@ -1,7 +1,8 @@
 //! `dstore ingest` and `Store::ingest` on small Python and Rust trees made
-//! here: the nodes, views and edges of each language, re-ingest that
-//! touches nothing, edits, removed files, bad input, and decisions that go
-//! stale when the code they saw changes.
+//! here and TypeScript/JavaScript and Go trees in `tests/fixtures/ingest/`:
+//! the nodes, views and edges of each language, re-ingest that touches
+//! nothing, edits, removed files, bad input, and decisions that go stale
+//! when the code they saw changes.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -230,6 +231,7 @@ fn bad_input_is_counted_and_reported_never_a_panic_or_half_a_graph() {
     write(&tree, "target/gen.rs", "fn generated() {}\n");
     write(&tree, ".venv/lib/site.py", "def vendored():\n    pass\n");
     write(&tree, "node_modules/x/y.py", "def vendored():\n    pass\n");
+    write(&tree, "vendor/x/y.py", "def vendored():\n    pass\n");
     #[cfg(unix)]
     {
         std::os::unix::fs::symlink(&tree, tree.join("pkg/loop")).unwrap();
@@ -446,4 +448,284 @@ fn an_ingest_that_fails_part_way_leaves_the_graph_as_it_was() {
     let err = store.ingest(&tree, IngestOptions::default()).unwrap_err();
     assert!(err.to_string().contains("injected fault"), "{err}");
     assert_eq!(graph_dump(&store), before, "half an ingest was kept");
+}
+
+/// A copy of `tests/fixtures/ingest/<name>` in `to`, to ingest and edit.
+fn fixture(name: &str, to: &Path) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ingest").join(name);
+    let mut stack = vec![from.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(&from).unwrap().to_str().unwrap().to_owned();
+                write(to, &rel, &std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+}
+
+fn view(g: &decision_store::uko::UkoGraph, uri: &str, depth: u32) -> String {
+    g.node(uri).unwrap_or_else(|| panic!("no node {uri}")).view_at(depth).unwrap().content.clone()
+}
+
+#[test]
+fn a_typescript_and_javascript_tree_becomes_modules_classes_interfaces_and_functions() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("web");
+    fixture("typescript", &tree);
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    let report = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!((report.files, report.parsed), (9, 9), "tsconfig files are read, not ingested: {report:?}");
+    assert!(report.parse_errors.is_empty() && report.skipped.is_empty(), "{report:?}");
+
+    let g = store.load_graph().unwrap();
+    let kind = |uri: &str| g.node(uri).unwrap_or_else(|| panic!("no node {uri}")).kind.clone();
+    // Interfaces, type aliases and enums are classes; arrow functions and
+    // function expressions bound to a name are functions; `index.ts` is its directory.
+    for class in
+        ["models.user.User", "models.user.Named", "models.user.UserId", "models.user.Role", "models.shape.Shape"]
+    {
+        assert_eq!(kind(&format!("class://{class}")), "class");
+    }
+    for function in [
+        "models.user.User.displayName",
+        "models.user.User.constructor",
+        "models.user.Named.displayName",
+        "models.shape.Shape.area",
+        "util.text.slugify",
+        "lazy.later",
+        "utils.misc.helper",
+        "utils.misc.other",
+        "web.components.Button.Button",
+        "web.page.Page",
+    ] {
+        assert_eq!(kind(&format!("function://{function}")), "function");
+    }
+    assert_eq!(g.node("module://models").unwrap().resource_uri.as_deref(), Some("project://src/models/index.ts"));
+    assert_eq!(
+        g.node("function://utils.misc.helper").unwrap().resource_uri.as_deref(),
+        Some("project://utils/misc.js")
+    );
+
+    // Views: the header with the JSDoc's first line; the outline; the whole definition with its JSDoc.
+    let user = "class://models.user.User";
+    assert_eq!(view(&g, user, 4), "export class User extends Base implements Named\n    A user of the service.");
+    assert_eq!(
+        view(&g, user, 1),
+        "export class User extends Base implements Named: methods=constructor,displayName,save"
+    );
+    assert!(
+        view(&g, user, 9).starts_with("/**\n * A user of the service.\n * More about users.\n */\nexport class User")
+    );
+    assert_eq!(
+        view(&g, "function://models.user.User.displayName", 4),
+        "displayName(): string\n    The name, made safe for a URL."
+    );
+    assert_eq!(view(&g, "function://models.user.Named.displayName", 4), "displayName(): string\n    The name shown.");
+    assert_eq!(
+        view(&g, "function://util.text.slugify", 4),
+        "export const slugify = (s: string): string =>\n    Lower case, dashes for spaces."
+    );
+    assert_eq!(view(&g, "function://utils.misc.helper", 4), "function helper()\n    A helper in plain JavaScript.");
+    assert_eq!(view(&g, "class://models.user.UserId", 4), "export type UserId = string | number");
+    assert_eq!(view(&g, "module://models.user", 3), "[MODULE_GRAPH]: symbols=Named,User,Base,persist,UserId,Role");
+
+    // Imports, to the files they name: tsconfig `paths` (from the config it
+    // extends), `baseUrl`, a directory's index, `import type`, a `.js`
+    // specifier of a `.ts` file, `export ... from`, `export *`, `import()`,
+    // `require()`, the nearest tsconfig (web/'s `~/*`); `react` is a package's.
+    assert_eq!(edges(&store, "module://models.user", "imports"), set(&["function://util.text.slugify"]));
+    assert_eq!(
+        edges(&store, "module://app", "imports"),
+        set(&["module://models", "class://models.user.UserId", "function://utils.misc.helper", "module://lazy"])
+    );
+    assert_eq!(
+        edges(&store, "module://models", "imports"),
+        set(&["class://models.user.User", "module://models.shape"])
+    );
+    assert_eq!(edges(&store, "module://utils.misc", "imports"), set(&["module://util.text"]));
+    assert_eq!(edges(&store, "module://web.page", "imports"), set(&["function://web.components.Button.Button"]));
+
+    // Classes: `extends`, `implements`, members.
+    assert_eq!(edges(&store, user, "inherits"), set(&["class://models.user.Base"]));
+    assert_eq!(edges(&store, user, "implements"), set(&["class://models.user.Named"]));
+    assert_eq!(
+        edges(&store, "class://models.user.Named", "contains"),
+        set(&["function://models.user.Named.displayName"])
+    );
+    // Calls: `f()`, `this.f()` (the class's own, not the interface's of the same name),
+    // `x.f()` (`u.save()`, `text.slugify()`), JSX components; `[].map()` is left out.
+    assert_eq!(
+        edges(&store, "function://models.user.User.save", "calls"),
+        set(&["function://models.user.User.displayName", "function://models.user.persist"])
+    );
+    assert_eq!(
+        edges(&store, "function://app.main", "calls"),
+        set(&["function://models.user.User.save", "function://utils.misc.helper"])
+    );
+    assert_eq!(edges(&store, "function://utils.misc.helper", "calls"), set(&["function://util.text.slugify"]));
+    assert_eq!(edges(&store, "function://web.page.Page", "calls"), set(&["function://web.components.Button.Button"]));
+    // References: types named and classes made with `new`.
+    assert_eq!(
+        edges(&store, "function://app.main", "references"),
+        set(&["class://models.user.User", "class://models.user.UserId"])
+    );
+    assert_eq!(edges(&store, "function://models.user.persist", "references"), set(&["class://models.user.Base"]));
+}
+
+#[test]
+fn a_typescript_file_with_errors_keeps_its_good_definitions_and_an_edit_changes_only_what_it_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("web");
+    fixture("typescript", &tree);
+    write(&tree, "src/broken.ts", "export function good(): number {\n  return 1;\n}\n\nexport function bad(: {\n  return\n}\n\nexport class Fine {}\n");
+    // Twenty thousand nested namespaces: no stack overflow, the rest of the nest left out.
+    write(
+        &tree,
+        "src/deep.ts",
+        &format!("{}function bottom() {{}}{}", "namespace a {".repeat(20_000), "}".repeat(20_000)),
+    );
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    let report = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(report.parse_errors, ["src/broken.ts"]);
+    let g = store.load_graph().unwrap();
+    assert!(g.node("function://broken.good").is_some() && g.node("class://broken.Fine").is_some());
+    let deepest = g.nodes().filter(|n| n.uri.starts_with("module://deep.a")).map(|n| n.uri.matches(".a").count()).max();
+    assert_eq!(deepest, Some(32));
+    let unused = store.node_version("function://util.text.unused").unwrap();
+
+    assert!(store.ingest(&tree, IngestOptions::default()).unwrap().is_unchanged());
+    let text = std::fs::read_to_string(tree.join("src/util/text.ts")).unwrap();
+    write(&tree, "src/util/text.ts", &text.replace("s.toLowerCase()", "s.trim().toLowerCase()"));
+    let edit = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(edit.parsed_files, ["src/util/text.ts"]);
+    assert_eq!((edit.nodes_added, edit.nodes_changed, edit.nodes_removed), (0, 3, 0), "file, module, slugify");
+    assert_eq!((edit.edges_added, edit.edges_removed), (0, 0));
+    assert_eq!(store.node_version("function://util.text.unused").unwrap(), unused);
+}
+
+#[test]
+fn a_go_tree_becomes_packages_of_files_with_types_functions_and_methods() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("svc");
+    fixture("go", &tree);
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    let report = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!((report.files, report.parsed), (5, 5), "go.mod is read, not ingested: {report:?}");
+    assert!(report.parse_errors.is_empty() && report.skipped.is_empty(), "{report:?}");
+
+    let g = store.load_graph().unwrap();
+    // Definitions are named in their package (the directory), files are modules.
+    for class in ["internal.store.Store", "internal.store.Value", "internal.store.Keys", "internal.api.Getter"] {
+        assert_eq!(g.node(&format!("class://{class}")).unwrap().kind, "class");
+    }
+    for function in [
+        "internal.store.New",
+        "internal.store.Store.Get",
+        "internal.store.Store.Put",
+        "internal.store.normalize",
+        "internal.store.TestNew",
+        "internal.api.Getter.Get",
+        "internal.api.Handler.Serve",
+        "cmd.svc.main",
+        // Each file's own `init`.
+        "internal.store.store.init",
+        "internal.store.helper.init",
+    ] {
+        assert_eq!(g.node(&format!("function://{function}")).unwrap().kind, "function", "{function}");
+    }
+    let put = g.node("function://internal.store.Store.Put").unwrap();
+    assert_eq!(put.resource_uri.as_deref(), Some("project://internal/store/helper.go"));
+
+    // Views: the header with the first line of the comment above (directives aside).
+    let get = "function://internal.store.Store.Get";
+    assert_eq!(view(&g, get, 4), "func (s *Store) Get(key string) (Value, bool)\n    Get returns the value of key.");
+    assert!(view(&g, get, 9).starts_with("// Get returns the value of key.\n//\n//go:noinline\nfunc (s *Store) Get("));
+    assert_eq!(view(&g, "class://internal.store.Store", 4), "type Store struct\n    Store keeps values by key.");
+    assert_eq!(view(&g, "class://internal.store.Store", 1), "type Store struct: methods=Get");
+    assert_eq!(view(&g, "class://internal.store.Value", 4), "type Value = string\n    Value is what a Store keeps.");
+    assert_eq!(
+        view(&g, "function://internal.api.Getter.Get", 4),
+        "Get(key string) (store.Value, bool)\n    Get returns the value of key."
+    );
+    assert_eq!(view(&g, "module://internal.store.store", 1), "[MODULE_GRAPH]: symbols=Store,Value,Keys,New,init");
+
+    // An import of a package reaches every file of it (its tests aside), through go.mod; `fmt` is not ours.
+    assert_eq!(
+        edges(&store, "module://internal.api.api", "imports"),
+        set(&["module://internal.store.store", "module://internal.store.helper"])
+    );
+    assert_eq!(edges(&store, "module://cmd.svc.main", "imports"), set(&["module://internal.api.api"]));
+    // A method defined beside its type belongs to it; one in another file to both its file and its type.
+    assert_eq!(
+        edges(&store, "class://internal.store.Store", "contains"),
+        set(&["function://internal.store.Store.Get", "function://internal.store.Store.Put"])
+    );
+    assert!(edges(&store, "module://internal.store.helper", "contains").contains("function://internal.store.Store.Put"));
+    // Calls: in the package (another file), through an import, on the receiver,
+    // on a value (`api.Run().Serve()`); `fmt.Println` and the promoted `h.Get` are left out.
+    assert_eq!(edges(&store, get, "calls"), set(&["function://internal.store.normalize"]));
+    assert_eq!(edges(&store, "function://internal.api.Run", "calls"), set(&["function://internal.store.New"]));
+    assert_eq!(
+        edges(&store, "function://internal.api.Handler.Serve", "calls"),
+        set(&["function://internal.api.Handler.log"])
+    );
+    assert_eq!(
+        edges(&store, "function://cmd.svc.main", "calls"),
+        set(&["function://internal.api.Run", "function://internal.api.Handler.Serve"])
+    );
+    // Embedding `inherits`; types named `references` (`string` and `sync.Mutex` are not ours).
+    assert_eq!(edges(&store, "class://internal.api.Handler", "inherits"), set(&["class://internal.store.Store"]));
+    assert!(edges(&store, "class://internal.api.Handler", "references").is_empty());
+    assert_eq!(edges(&store, "class://internal.store.Store", "references"), set(&["class://internal.store.Value"]));
+    assert_eq!(
+        edges(&store, "function://internal.api.Getter.Get", "references"),
+        set(&["class://internal.store.Value"])
+    );
+}
+
+#[test]
+fn a_go_package_import_follows_the_files_of_the_package_and_a_broken_file_keeps_its_good_definitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("svc");
+    fixture("go", &tree);
+    write(
+        &tree,
+        "internal/api/broken.go",
+        "package api\n\n// Fine parses.\nfunc Fine() int { return 1 }\n\nfunc Bad( {\n}\n",
+    );
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    let report = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(report.parse_errors, ["internal/api/broken.go"]);
+    let g = store.load_graph().unwrap();
+    assert_eq!(view(&g, "function://internal.api.Fine", 4), "func Fine() int\n    Fine parses.");
+    let put = store.node_version("function://internal.store.Store.Put").unwrap();
+
+    // An edit of one function: its file, module and itself change; nothing else.
+    let helper = std::fs::read_to_string(tree.join("internal/store/helper.go")).unwrap();
+    write(&tree, "internal/store/helper.go", &helper.replace("{ return v }", "{\n\treturn v\n}"));
+    let edit = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(edit.parsed_files, ["internal/store/helper.go"]);
+    assert_eq!((edit.nodes_added, edit.nodes_changed, edit.nodes_removed), (0, 3, 0), "file, module, normalize");
+    assert_eq!((edit.edges_added, edit.edges_removed), (0, 0));
+    assert_eq!(store.node_version("function://internal.store.Store.Put").unwrap(), put);
+
+    // A new file of the package: the files importing it reach it without being parsed again.
+    write(&tree, "internal/store/extra.go", "package store\n\nfunc Extra() {}\n");
+    let added = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(added.parsed_files, ["internal/store/extra.go"]);
+    assert_eq!(
+        edges(&store, "module://internal.api.api", "imports"),
+        set(&["module://internal.store.store", "module://internal.store.helper", "module://internal.store.extra"])
+    );
+    std::fs::remove_file(tree.join("internal/store/helper.go")).unwrap();
+    store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!(
+        edges(&store, "module://internal.api.api", "imports"),
+        set(&["module://internal.store.store", "module://internal.store.extra"])
+    );
+    assert!(edges(&store, "function://internal.store.Store.Get", "calls").is_empty(), "normalize went with its file");
 }

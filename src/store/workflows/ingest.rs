@@ -360,9 +360,9 @@ pub(crate) fn ingest(conn: &Conn, root: &Path, options: IngestOptions) -> Result
     let root_name = std::fs::canonicalize(root)?
         .file_name()
         .map_or_else(|| "root".to_owned(), |n| n.to_string_lossy().replace(['.', ' '], "_"));
-    let package = Root { name: root_name, python_package: root.join("__init__.py").is_file() };
     let mut report = IngestReport::default();
-    let mut found = walk(root, options, &mut report);
+    let (mut found, imports) = walk(root, options, &mut report);
+    let package = Root { name: root_name, python_package: root.join("__init__.py").is_file(), imports };
     if conn.is_postgres() {
         // PostgreSQL text cannot hold NUL: such a file is skipped (and keeps what it had), not the ingest failed.
         found.retain(|f| {
