@@ -12,10 +12,11 @@ use std::sync::Mutex;
 
 mod de;
 
+use decision_store::ingest::IngestOptions;
 use decision_store::inheritance::{
     child_context_from_store, InheritanceConfig, PlanContextInheritance, StoredContextOptions,
 };
-use decision_store::projection::{Cl100k, Depth, DepthBreadthProjector, ProjectionSpec};
+use decision_store::projection::{Cl100k, Depth, DepthBreadthProjector, ProjectionSpec, Ranking};
 use decision_store::store::{ImportOptions, PreparedDecision};
 use decision_store::uko::{Direction, UkoEdge, UkoNode};
 use decision_store::{Decision, DecisionId, DecisionTree, Error, PlanId, Store};
@@ -620,32 +621,56 @@ impl PyStore {
     }
 
     /// Builds or updates the graph of the Python, Rust, TypeScript, JavaScript
-    /// and Go files under `path`; returns the report.
-    fn ingest<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyAny>> {
-        let report = self.with(py, move |s| s.ingest(&path, Default::default()))?;
+    /// and Go files under `path`, their lexical index and, with `history`
+    /// (when `path` is in a git work tree), the `co_changed` links of the
+    /// commits not read yet; returns the report.
+    #[pyo3(signature = (path, history=true))]
+    fn ingest<'py>(&self, py: Python<'py>, path: PathBuf, history: bool) -> PyResult<Bound<'py, PyAny>> {
+        let options = IngestOptions::default().with_history(history);
+        let report = self.with(py, move |s| s.ingest(&path, options))?;
         to_py(py, &serde_json::to_value(report).unwrap_or_default())
     }
 
-    /// Context fragments projected from `focus` (depth falls with distance),
-    /// within `budget` tokens when given: dicts with `uko_node`, `content`,
-    /// `tokens`, `detail_depth`, `resource_uri`, ...
-    #[pyo3(signature = (focus, breadth=2, depth=None, budget=None, direction="out"))]
+    /// Context fragments for `focus` within `budget` tokens when given: dicts
+    /// with `uko_node`, `content`, `tokens`, `detail_depth`, `resource_uri`,
+    /// ... By default (`ranking="relevance"`) the focus's outline, then the
+    /// files most relevant to it (graph, git history, words, directory),
+    /// each by its definitions' signatures; `ranking="distance"` walks the
+    /// graph breadth-first, depth falling with distance (breadth 6 unless
+    /// given). Other arguments left out keep `dstore project`'s defaults.
+    #[pyo3(signature = (focus, breadth=None, depth=None, budget=None, direction=None, ranking=None))]
     fn project<'py>(
         &self,
         py: Python<'py>,
         focus: Vec<String>,
-        breadth: u32,
+        breadth: Option<u32>,
         depth: Option<&Bound<'py, PyAny>>,
         budget: Option<usize>,
-        direction: &str,
+        direction: Option<&str>,
+        ranking: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let depth = match depth {
-            None => Depth::named("FULL_SOURCE"),
-            Some(d) if d.is_instance_of::<PyInt>() => Depth::level(d.extract()?).map_err(|e| raise(py, e))?,
-            Some(d) => Depth::named(d.extract::<String>()?),
-        };
-        let direction: Direction = direction.parse().map_err(|e| raise(py, e))?;
-        let spec = ProjectionSpec::new(focus, breadth, depth).map_err(|e| raise(py, e))?.with_direction(direction);
+        let mut spec = ProjectionSpec::for_focus(focus).map_err(|e| raise(py, e))?;
+        match ranking {
+            None | Some("relevance") => {}
+            Some("distance") => spec = spec.with_ranking(Ranking::Distance).with_breadth(6),
+            Some(other) => {
+                let e = decision_store::Error::validation("ranking", format!("{other:?} is not relevance or distance"));
+                return Err(raise(py, e));
+            }
+        }
+        match depth {
+            None => {}
+            Some(d) if d.is_instance_of::<PyInt>() => {
+                spec = spec.with_depth(Depth::level(d.extract()?).map_err(|e| raise(py, e))?);
+            }
+            Some(d) => spec = spec.with_depth(Depth::named(d.extract::<String>()?)),
+        }
+        if let Some(b) = breadth {
+            spec = spec.with_breadth(b);
+        }
+        if let Some(d) = direction {
+            spec = spec.with_direction(d.parse::<Direction>().map_err(|e| raise(py, e))?);
+        }
         let set = self.with(py, move |s| {
             s.read_snapshot(|s| DepthBreadthProjector::new().project_fragments(s, &spec, &Cl100k, budget))
         })?;

@@ -92,11 +92,11 @@ def test_projection_gradient_and_child_context(path):
     with ds.Store.open(path) as store:
         store.upsert_nodes(nodes)
         store.add_edges([{"source": a, "target": b, "relation": "contains", "weight": None} for a, b in zip(chain, chain[1:])])
-        fragments = store.project(["class://A"], breadth=2, depth=9)
+        fragments = store.project(["class://A"], breadth=2, depth=9, ranking="distance")
         assert [(f["uko_node"], f["detail_depth"]) for f in fragments] == [("class://A", 9), ("class://B", 4), ("class://C", 0)]
         assert {f["resource_uri"] for f in fragments} == set(chain)
         assert all(f["tokens"] > 0 for f in fragments)
-        small = store.project(["class://A"], breadth=2, depth="FULL_SOURCE", budget=6)
+        small = store.project(["class://A"], breadth=2, depth="FULL_SOURCE", budget=6, ranking="distance")
         assert sum(f["tokens"] for f in small) <= 6
         with pytest.raises(ds.ValidationError, match="class://Ghost"):
             store.project(["class://Ghost"])
@@ -221,3 +221,27 @@ def test_the_same_calls_on_a_postgres_server(path):
     with ds.Store.connect(SERVER) as store:
         store.import_jsonl(path.with_suffix(".jsonl"))
         assert store.plan(plan) == [root, d, fix]
+
+
+def test_ingest_and_the_default_context_rank_files(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "billing").mkdir(parents=True)
+    (tree / "billing" / "invoice.py").write_text(
+        "from billing.tax import tax_rate\n\n\nclass Invoice:\n    def total(self):\n        return tax_rate(self)\n")
+    (tree / "billing" / "tax.py").write_text('def tax_rate(invoice):\n    """The rate of tax."""\n    return 0.2\n')
+    (tree / "unrelated.py").write_text("def helper():\n    return 1\n")
+    with ds.Store.open(tmp_path / "s.db") as store:
+        report = store.ingest(tree, history=False)
+        assert report["files"] == 3 and report["indexed"] == 3
+        assert "--no-history" in report["history"]["none"]
+        fragments = store.project(["project://billing/invoice.py"], budget=500)
+        # The focus's outline, then what it uses, by its signature.
+        assert fragments[0]["uko_node"] == "project://billing/invoice.py"
+        assert fragments[1]["uko_node"] == "function://billing.tax.tax_rate"
+        assert fragments[1]["content"] == "def tax_rate(invoice)\n    The rate of tax."
+        assert fragments[1]["detail_depth"] == 4
+        assert sum(f["tokens"] for f in fragments) <= 500
+        walked = store.project(["project://billing/invoice.py"], ranking="distance", direction="out")
+        assert walked[0]["content"].startswith("from billing.tax import tax_rate")
+        with pytest.raises(ds.ValidationError, match="ranking"):
+            store.project(["project://billing/invoice.py"], ranking="sideways")

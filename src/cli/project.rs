@@ -7,7 +7,9 @@ use clap::Args;
 use decision_store::inheritance::{
     child_context_from_store, InheritanceConfig, PlanContextInheritance, StoredContextOptions,
 };
-use decision_store::projection::{Cl100k, ContextFragment, Depth, DepthBreadthProjector, ProjectionSpec, TokenCounter};
+use decision_store::projection::{
+    Cl100k, ContextFragment, Depth, DepthBreadthProjector, ProjectionSpec, Ranking, TokenCounter,
+};
 use decision_store::uko::Direction;
 use serde::Serialize;
 
@@ -20,23 +22,29 @@ pub struct ProjectArgs {
     /// A focus node URI (repeat for several).
     #[arg(long, required = true)]
     focus: Vec<String>,
-    /// How many hops to walk from the focus. With the default depth, the
-    /// default 6 gives a file focus its source, its classes and methods their
-    /// signatures, and what they use their names.
-    #[arg(long, default_value_t = decision_store::projection::DEFAULT_BREADTH)]
-    breadth: u32,
+    /// How far to walk from the focus: file hops of the relevance ranking's
+    /// graph signal (at most 2), or node hops of the distance ranking.
+    /// Default: 2 (relevance), 6 (distance).
+    #[arg(long)]
+    breadth: Option<u32>,
     /// Full detail depth: a number or a named level such as FULL_SOURCE.
+    /// The relevance ranking shows definitions at most at signature depth.
     #[arg(long, allow_hyphen_values = true, default_value = decision_store::projection::DEFAULT_DEPTH)]
     depth: String,
-    /// Give every node the full depth.
+    /// Give every node the full depth (distance ranking).
     #[arg(long)]
     no_gradient: bool,
     /// Domain whose named levels resolve --depth.
     #[arg(long, default_value = "uko-code:")]
     domain: String,
-    /// Which edges to follow.
-    #[arg(long, value_enum, default_value = "out")]
-    direction: DirectionArg,
+    /// Which edges to follow. Default: both.
+    #[arg(long, value_enum)]
+    direction: Option<DirectionArg>,
+    /// relevance: the files most relevant to the focus (graph, git history,
+    /// words, directory), each by its definitions' signatures; distance: a
+    /// breadth-first walk, nearer nodes in more detail (docs/ingest.md).
+    #[arg(long, value_enum, default_value = "relevance")]
+    ranking: RankingArg,
     /// Follow only this relation (repeat for several).
     #[arg(long)]
     relation: Vec<String>,
@@ -51,6 +59,12 @@ pub struct ProjectArgs {
     fragments: bool,
     #[arg(long, value_enum, default_value_t)]
     format: Format,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum RankingArg {
+    Relevance,
+    Distance,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -88,23 +102,40 @@ struct ProjectReport<'a> {
     total_tokens: Option<usize>,
 }
 
-pub fn spec_from(focus: &[String], breadth: u32, depth: &str) -> Result<ProjectionSpec, Failure> {
-    let depth: Depth = depth.parse().map_err(|e: decision_store::Error| Failure::usage(format!("--depth: {e}")))?;
-    ProjectionSpec::new(focus.iter().cloned(), breadth, depth).map_err(|e| Failure::usage(format!("--focus: {e}")))
+/// The spec of `a`: [`ProjectionSpec::for_focus`]'s defaults, changed where an option says.
+fn spec_of(a: &ProjectArgs) -> Result<ProjectionSpec, Failure> {
+    let depth: Depth = a.depth.parse().map_err(|e: decision_store::Error| Failure::usage(format!("--depth: {e}")))?;
+    let mut spec = ProjectionSpec::for_focus(a.focus.iter().cloned())
+        .map_err(|e| Failure::usage(format!("--focus: {e}")))?
+        .with_depth(depth)
+        .with_depth_gradient(!a.no_gradient)
+        .with_domain(a.domain.clone())
+        .with_max_fan_out(a.max_fan_out);
+    if a.ranking == RankingArg::Distance {
+        spec = spec.with_ranking(Ranking::Distance).with_breadth(DISTANCE_BREADTH);
+    }
+    if let Some(breadth) = a.breadth {
+        spec = spec.with_breadth(breadth);
+    }
+    if let Some(direction) = a.direction {
+        spec = spec.with_direction(direction.into());
+    }
+    if !a.relation.is_empty() {
+        spec = spec.with_relations(a.relation.clone());
+    }
+    Ok(spec)
 }
+
+/// The breadth of `--ranking distance` when none is given: with the
+/// default depth, a file focus gets its source, its classes and methods
+/// their signatures, and what they use their names.
+const DISTANCE_BREADTH: u32 = 6;
 
 pub fn project(a: &ProjectArgs) -> CmdResult {
     if a.budget.is_some() && !a.fragments {
         return Err(Failure::usage("--budget needs --fragments (a budget counts fragment tokens)"));
     }
-    let mut spec = spec_from(&a.focus, a.breadth, &a.depth)?
-        .with_depth_gradient(!a.no_gradient)
-        .with_domain(a.domain.clone())
-        .with_direction(a.direction.into())
-        .with_max_fan_out(a.max_fan_out);
-    if !a.relation.is_empty() {
-        spec = spec.with_relations(a.relation.clone());
-    }
+    let spec = spec_of(a)?;
     let store = open_read(&a.db)?;
     let projector = DepthBreadthProjector::new();
     // One snapshot for every frontier query.
@@ -131,8 +162,12 @@ pub fn project(a: &ProjectArgs) -> CmdResult {
         return Ok(0);
     }
     let mut out = format!(
-        "projection of {} (breadth {}, depth {} = {}, gradient {}, {} edges): {} nodes\n",
+        "projection of {} ({} ranking, breadth {}, depth {} = {}, gradient {}, {} edges): {} nodes\n",
         spec.focus().join(", "),
+        match spec.ranking() {
+            Ranking::Distance => "distance",
+            Ranking::Relevance(_) => "relevance",
+        },
         spec.breadth(),
         spec.depth(),
         projection.full_depth,
@@ -272,7 +307,7 @@ pub fn child_context(a: &ChildArgs) -> CmdResult {
     Ok(0)
 }
 
-/// Builds [`ProjectArgs`] for other commands (the demo).
+/// Builds [`ProjectArgs`] of a breadth-first projection for other commands (the demo).
 pub struct ProjectArgsBuilder(ProjectArgs);
 
 impl ProjectArgsBuilder {
@@ -280,11 +315,12 @@ impl ProjectArgsBuilder {
         ProjectArgsBuilder(ProjectArgs {
             db: db.to_owned(),
             focus: vec![focus.to_owned()],
-            breadth,
+            breadth: Some(breadth),
             depth: depth.to_owned(),
             no_gradient: false,
             domain: "uko-code:".into(),
-            direction: DirectionArg::Out,
+            direction: Some(DirectionArg::Out),
+            ranking: RankingArg::Distance,
             relation: Vec::new(),
             max_fan_out: None,
             budget: None,

@@ -8,7 +8,7 @@ use decision_store::calibration::{CalibrationOptions, GroupBy, Metrics};
 use decision_store::inheritance::{
     child_context_from_store, InheritanceConfig, PlanContextInheritance, StoredContextOptions,
 };
-use decision_store::projection::{Cl100k, ContextFragment, Depth, DepthBreadthProjector, ProjectionSpec};
+use decision_store::projection::{Cl100k, ContextFragment, Depth, DepthBreadthProjector, ProjectionSpec, Ranking};
 use decision_store::stale::StaleOptions;
 use decision_store::store::Placement;
 use decision_store::uko::Direction;
@@ -17,6 +17,9 @@ use serde_json::{json, Map, Value};
 
 use super::args::{Args, Outcome, Refusal};
 use super::Stores;
+
+/// The breadth of `get_context`'s distance ranking when none is named (as `dstore project`'s).
+const DISTANCE_BREADTH: u32 = 6;
 
 /// The token budget of `get_context` and `child_context` when none is named.
 pub const DEFAULT_BUDGET: usize = 4000;
@@ -157,22 +160,25 @@ pub fn all() -> Vec<Tool> {
         },
         Tool {
             name: "get_context",
-            description: "Context for working on some nodes of the code graph: their source and, with less \
-                detail the further away they are, what they use, within a token budget. Ask for it before you \
-                plan a change. `focus` takes node URIs such as class://AuthManager, or file paths relative to \
-                the ingested tree (src/auth.py means project://src/auth.py).",
+            description: "Context for working on some nodes of the code graph, within a token budget: the \
+                focus's outline, then the files you are most likely to need with it (the ones it uses and that \
+                use it, those that changed with it in the git history, those with the same words, its \
+                directory's), best first, each by its definitions' signatures. Ask for it before you plan a \
+                change. `focus` takes node URIs such as class://AuthManager, or file paths relative to the \
+                ingested tree (src/auth.py means project://src/auth.py).",
             writes: false,
             idempotent: true,
             input: input(
                 &["focus"],
                 json!({"focus": uris("Node URIs or relative file paths."), "budget_tokens": budget,
-                    "breadth": {"type": "integer", "minimum": 0, "description": "Hops to walk from the focus."},
+                    "breadth": {"type": "integer", "minimum": 0, "description": "How far to walk from the focus: file hops (at most 2, the default) with the relevance ranking, node hops with the distance ranking (default 6)."},
                     "depth": {"type": ["integer", "string"], "description": "Full detail depth: a number or a level name such as SIGNATURES or FULL_SOURCE."},
-                    "direction": {"type": "string", "enum": ["out", "in", "both"], "description": "Which edges to follow: out (what the focus uses) by default."}}),
+                    "direction": {"type": "string", "enum": ["out", "in", "both"], "description": "Which edges to follow: both by default; out is what the focus uses, in what uses it."},
+                    "ranking": {"type": "string", "enum": ["relevance", "distance"], "description": "relevance (the default): ranked files by their signatures; distance: a breadth-first walk, nearer nodes in more detail."}}),
             ),
             output: context.clone(),
             run: get_context,
-            fields: &["focus", "budget_tokens", "breadth", "depth", "direction"],
+            fields: &["focus", "budget_tokens", "breadth", "depth", "direction", "ranking"],
         },
         Tool {
             name: "child_context",
@@ -466,6 +472,13 @@ fn get_context(stores: &Stores, args: Args) -> Outcome<Answer> {
     let focus: Vec<String> = args.nonempty_strings("focus")?.into_iter().map(focus_uri).collect();
     let budget = budget_of(&args)?;
     let mut spec = ProjectionSpec::for_focus(focus.iter().cloned())?;
+    match args.opt_str("ranking")? {
+        None | Some("relevance") => {}
+        Some("distance") => spec = spec.with_ranking(Ranking::Distance).with_breadth(DISTANCE_BREADTH),
+        Some(other) => {
+            return Err(Refusal::field("ranking", format!("is {other:?}; it must be relevance or distance")))
+        }
+    }
     if let Some(breadth) = args.opt_u32("breadth")? {
         spec = spec.with_breadth(breadth);
     }
@@ -476,7 +489,7 @@ fn get_context(stores: &Stores, args: Args) -> Outcome<Answer> {
                 args.str("depth").map_err(|_| Refusal::field("depth", "must be a number or a level name"))?,
             ),
         };
-        spec = ProjectionSpec::new(focus.iter().cloned(), spec.breadth(), depth)?;
+        spec = spec.with_depth(depth);
     }
     if let Some(direction) = args.opt_str("direction")? {
         spec = spec.with_direction(match direction {

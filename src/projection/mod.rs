@@ -123,7 +123,7 @@ pub enum Ranking {
     /// definitions' signatures ([`relevance`]; the default of
     /// [`ProjectionSpec::for_focus`]). `breadth` bounds the graph signal's
     /// file hops (at most 2); a focus that comes from no file falls back to
-    /// the distance ranking.
+    /// the distance ranking, at three node hops for each file hop.
     Relevance(Signals),
 }
 
@@ -212,6 +212,9 @@ impl ProjectionSpec {
     /// Hub guard: at most `cap` new neighbours per node and hop (None: plain BFS).
     pub fn with_max_fan_out(&self, cap: Option<usize>) -> Self {
         ProjectionSpec { max_fan_out: cap, ..self.clone() }
+    }
+    pub fn with_depth(&self, depth: impl Into<Depth>) -> Self {
+        ProjectionSpec { depth: depth.into(), ..self.clone() }
     }
     pub fn with_ranking(&self, ranking: Ranking) -> Self {
         ProjectionSpec { ranking, ..self.clone() }
@@ -439,6 +442,8 @@ impl DepthBreadthProjector {
             if let Some((projection, _)) = relevance::project(graph, spec, full, &signals, &CharEstimate, None)? {
                 return Ok(projection);
             }
+            let Walk { projection, .. } = self.walk(graph, &fallback(spec), false)?;
+            return Ok(Projection { spec: spec.clone(), ..projection });
         }
         let Walk { projection, .. } = self.walk(graph, spec, false)?;
         Ok(projection)
@@ -554,6 +559,8 @@ impl DepthBreadthProjector {
             if let Some(found) = relevance::project(graph, spec, full, &signals, counter, budget)? {
                 return Ok(found);
             }
+            let (projection, set) = self.project_with_fragments(graph, &fallback(spec), counter, budget)?;
+            return Ok((Projection { spec: spec.clone(), ..projection }, set));
         }
         let Walk { projection, keys, met } = self.walk(graph, spec, true)?;
         let rank = personalized_rank(&keys, projection.nodes.iter().take_while(|n| n.distance == 0).count(), &met);
@@ -586,6 +593,13 @@ impl DepthBreadthProjector {
         set.total_tokens = set.fragments.iter().map(ContextFragment::tokens).sum();
         Ok((projection, set))
     }
+}
+
+/// The distance ranking that a relevance spec falls back to when its focus
+/// comes from no file: three node hops for each file hop (a definition
+/// reaches another file's through its module and that module's).
+fn fallback(spec: &ProjectionSpec) -> ProjectionSpec {
+    spec.with_ranking(Ranking::Distance).with_breadth(spec.breadth().saturating_mul(3))
 }
 
 /// What a BFS found: the projection, its nodes' keys in its order, and

@@ -328,8 +328,36 @@ fn ingest_then_project_gives_a_files_neighbourhood_with_signatures_and_sources()
     python_tree(&tree);
     let db = dir.path().join("g.db");
     ok(&["ingest", s(&db), s(&tree)]);
+    // By default: the focus's outline, then the files it uses and that use
+    // it, by their definitions' signatures.
     let out =
         ok(&["project", s(&db), "--focus", "project://app.py", "--fragments", "--budget", "8000", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let fragments = doc["fragments"].as_array().unwrap_or_else(|| panic!("no fragments: {doc}"));
+    assert_eq!(fragments[0]["uko_node"], "project://app.py");
+    assert_eq!(fragments[0]["content"], "[MODULE_GRAPH]: symbols=main,make");
+    let of = |uri: &str| fragments.iter().find(|f| f["uko_node"] == uri).unwrap_or_else(|| panic!("{uri}: {doc}"));
+    assert_eq!(of("class://pkg.models.User")["content"], "class User(Base)");
+    assert_eq!(of("class://pkg.models.User")["detail_depth"], 4);
+    assert_eq!(of("function://pkg.util.helper")["resource_uri"], "project://pkg/util.py");
+    assert_eq!(doc["spec"]["direction"], "both");
+    // The breadth-first walk, as before the relevance ranking: the file in
+    // full, and what it uses with its signatures.
+    let out = ok(&[
+        "project",
+        s(&db),
+        "--focus",
+        "project://app.py",
+        "--ranking",
+        "distance",
+        "--direction",
+        "out",
+        "--fragments",
+        "--budget",
+        "8000",
+        "--format",
+        "json",
+    ]);
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let fragments = doc["fragments"].as_array().unwrap_or_else(|| panic!("no fragments: {doc}"));
     let of = |uri: &str| fragments.iter().find(|f| f["uko_node"] == uri).unwrap_or_else(|| panic!("{uri}: {doc}"));
