@@ -277,23 +277,13 @@ fn history(graph: &impl GraphSource, links: &[FileLink]) -> Result<Vec<String>> 
         return Ok(Vec::new());
     }
     let others: Vec<String> = mine.keys().map(|f| (*f).clone()).collect();
-    let totals = tally_owned(
-        graph.file_links(&others, Some(CO_CHANGED))?.into_iter().filter(|l| l.outgoing).map(|l| (l.file, l.weight)),
-    );
+    let totals = graph.link_totals(&others, CO_CHANGED)?;
     let mut scored: Vec<(String, f64)> = mine
         .into_iter()
         .map(|(f, w)| (f.clone(), w / totals.get(f).copied().unwrap_or(w).max(f64::MIN_POSITIVE).sqrt()))
         .collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     Ok(scored.into_iter().map(|(f, _)| f).collect())
-}
-
-fn tally_owned(items: impl Iterator<Item = (String, f64)>) -> HashMap<String, f64> {
-    let mut sums: HashMap<String, f64> = HashMap::new();
-    for (k, w) in items {
-        *sums.entry(k).or_default() += w;
-    }
-    sums
 }
 
 /// BM25 (k1 1.2, b 0.75) of every indexed file against the focus files'
@@ -461,6 +451,10 @@ fn fragment(
 
 /// How many ranked files' definitions, or fragments' views, are read at a time.
 const AT_A_TIME: usize = 64;
+/// A budget with fewer tokens left than this is spent: no signature is shorter.
+const SMALLEST: usize = 4;
+/// After this many fragments in a row that did not fit, the budget is spent.
+const MISSES: usize = 2 * AT_A_TIME;
 
 /// Spends `budget` in turns over `files` (see the module doc); returns the
 /// fragments kept, in rank order (each file's in its definitions' order),
@@ -479,12 +473,15 @@ fn fill(
     let mut kept: Vec<Vec<(usize, ContextFragment)>> = Vec::new();
     let mut dropped = Vec::new();
     let mut used = 0;
+    // Fragments in a row that did not fit: past MISSES, the budget is as good as spent.
+    let mut misses = 0;
     let fits = |used: usize, tokens: usize| budget.is_none_or(|b| used + tokens <= b);
+    let spent = |used: usize, misses: usize| budget.is_some_and(|b| used + SMALLEST > b || misses >= MISSES);
     for turn in 0.. {
         let mut any = false;
         let mut at = 0;
         while at < files.len() {
-            if budget.is_some_and(|b| used >= b) {
+            if spent(used, misses) {
                 break;
             }
             while keys.len() < files.len() && keys.len() < at + AT_A_TIME {
@@ -515,6 +512,7 @@ fn fill(
                 let tokens = counter.count(&view.content);
                 if fits(used, tokens) {
                     used += tokens;
+                    misses = 0;
                     let f = fragment(
                         r.uri,
                         r.resource_uri,
@@ -527,11 +525,12 @@ fn fill(
                     .with_metadata("distance", Value::from(1));
                     kept[i].push((turn, f));
                 } else {
+                    misses += 1;
                     dropped.push(r.uri);
                 }
             }
         }
-        if !any || budget.is_some_and(|b| used >= b) {
+        if !any || spent(used, misses) {
             break;
         }
     }

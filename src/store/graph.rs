@@ -206,6 +206,10 @@ impl GraphSource for Store {
         graph::file_links(&self.conn, files, relation)
     }
 
+    fn link_totals(&self, files: &[String], relation: &str) -> Result<HashMap<String, f64>> {
+        graph::link_totals(&self.conn, files, relation)
+    }
+
     fn definitions(&self, files: &[String]) -> Result<Vec<Definition>> {
         graph::definitions(&self.conn, files)
     }

@@ -290,6 +290,22 @@ pub trait GraphSource {
         Ok(Vec::new())
     }
 
+    /// The total weight of the edges of `relation` that leave each of
+    /// `files`' own nodes (the file nodes), by file; files without any are
+    /// left out.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the source cannot be read.
+    fn link_totals(&self, files: &[String], relation: &str) -> Result<HashMap<String, f64>> {
+        let mut totals: HashMap<String, f64> = HashMap::new();
+        for l in self.file_links(files, Some(relation))? {
+            if l.outgoing {
+                *totals.entry(l.file).or_default() += l.weight;
+            }
+        }
+        Ok(totals)
+    }
+
     /// The definitions of `files`, each file's in the order they were added.
     ///
     /// # Errors

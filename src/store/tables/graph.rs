@@ -383,6 +383,17 @@ pub(crate) fn file_links(conn: &Conn, files: &[String], relation: Option<&str>) 
     Ok(out)
 }
 
+/// The summed weight of the edges of a relation (`?2`) leaving each of the nodes named (`?1`).
+pub(crate) const LINK_TOTALS: &str = "SELECT s.uri, sum(coalesce(e.weight, 1.0)) FROM uko_nodes s
+     JOIN uko_edges e ON e.source_id = s.node_id WHERE s.uri IN rarray(?1) AND e.relation = ?2 GROUP BY s.uri";
+
+pub(crate) fn link_totals(conn: &Conn, files: &[String], relation: &str) -> Result<HashMap<String, f64>> {
+    Ok(conn
+        .query_vec(LINK_TOTALS, vals![files, relation], |r| Ok((r.string(0)?, r.opt_f64(1)?.unwrap_or(0.0))))?
+        .into_iter()
+        .collect())
+}
+
 /// The class and function nodes of `files`, each file's by key (the order they were added).
 pub(crate) fn definitions(conn: &Conn, files: &[String]) -> Result<Vec<Definition>> {
     conn.query_vec(
