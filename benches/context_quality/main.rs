@@ -92,7 +92,7 @@ fn tasks(repo: &Path, rev: &str, n: usize) -> Vec<Task> {
         let mut other = false;
         for line in status.lines() {
             let mut parts = line.split('\t');
-            let (kind, path) = (parts.next().unwrap_or(""), parts.last().unwrap_or(""));
+            let (kind, path) = (parts.next().unwrap_or(""), parts.next_back().unwrap_or(""));
             if !is_source(path) {
                 continue;
             }
@@ -106,7 +106,11 @@ fn tasks(repo: &Path, rev: &str, n: usize) -> Vec<Task> {
             continue;
         }
         // The focus: the largest change.
-        let numstat = git(repo, &["diff", "--numstat", &format!("{commit}^"), commit, "--"]);
+        // Only the modified files: a mirror may lack some other file's large blob.
+        let parent = format!("{commit}^");
+        let mut args = vec!["diff", "--numstat", parent.as_str(), commit, "--"];
+        args.extend(modified.iter().map(String::as_str));
+        let numstat = git(repo, &args);
         let mut size: HashMap<&str, u64> = HashMap::new();
         for line in numstat.lines() {
             let parts: Vec<&str> = line.split('\t').collect();
@@ -132,6 +136,8 @@ struct Tree {
     files: Vec<String>,
     /// Tokens of each file's map: its definitions' signatures.
     cost: HashMap<String, usize>,
+    /// The files that define something (have a signature to show).
+    signed: BTreeSet<String>,
     links: BTreeMap<(String, String), f64>,
     uses: BTreeMap<(String, String), f64>,
     defs: HashMap<String, (String, usize)>,
@@ -178,7 +184,8 @@ fn read_tree(store: &Store, counter: &dyn TokenCounter) -> Tree {
         })
         .unwrap();
     let cost = maps.iter().map(|(f, m)| (f.clone(), counter.count(m).max(1))).collect();
-    Tree { files: maps.into_keys().collect(), cost, links, uses, defs }
+    let signed = maps.iter().filter(|(_, m)| !m.is_empty()).map(|(f, _)| f.clone()).collect();
+    Tree { files: maps.into_keys().collect(), cost, signed, links, uses, defs }
 }
 
 /// The files selected, those with a signature (or more) shown, and the tokens used.
@@ -274,17 +281,22 @@ fn random(tree: &Tree, focus: &str, seed: u64) -> Vec<String> {
     files
 }
 
-/// Files of a ranked list that fit the budget, each at its map's cost.
-fn fill(tree: &Tree, ranked: Vec<String>, budget: usize) -> Selection {
-    let (mut used, mut chosen) = (0, BTreeSet::new());
+/// Files of a ranked list that fit the budget, each at its map's cost (a
+/// file that defines nothing costs its name and counts for recall only).
+fn fill(tree: &Tree, ranked: Vec<String>, budget: usize, counter: &dyn TokenCounter) -> Selection {
+    let (mut used, mut chosen, mut strict) = (0, BTreeSet::new(), BTreeSet::new());
     for f in ranked {
-        let c = tree.cost[&f];
+        let signed = tree.cost.get(&f).copied().filter(|_| tree.signed.contains(&f));
+        let c = signed.unwrap_or_else(|| counter.count(&f).max(1));
         if used + c <= budget {
             used += c;
+            if signed.is_some() {
+                strict.insert(f.clone());
+            }
             chosen.insert(f);
         }
     }
-    Selection { files: chosen.clone(), strict: chosen, tokens: used }
+    Selection { files: chosen, strict, tokens: used }
 }
 
 /// The projection of `spec` for the focus within the budget.
@@ -446,8 +458,8 @@ fn run(name: &str, repo: &Path, rev: &str, n: usize, methods: &[String], aider: 
                         None => continue,
                     },
                     "pagerank" => (repo_map(&tree, &task.focus, budget), 0.0),
-                    "same_dir" => (fill(&tree, same_dir(&tree, &task.focus), budget), 0.0),
-                    "random" => (fill(&tree, random(&tree, &task.focus, i as u64), budget), 0.0),
+                    "same_dir" => (fill(&tree, same_dir(&tree, &task.focus), budget, &Cl100k), 0.0),
+                    "random" => (fill(&tree, random(&tree, &task.focus, i as u64), budget, &Cl100k), 0.0),
                     m => {
                         let spec = variant(m, &task.focus).unwrap_or_else(|| panic!("no method {m}"));
                         (projection(&store, &spec, &task.focus, budget), 0.0)

@@ -30,6 +30,19 @@ use serde_json::{Map, Value};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// C's `calloc` on mimalloc's `malloc` (its own `mi_calloc` is behind a feature of the -sys crate).
+unsafe extern "C" fn mi_calloc(count: usize, size: usize) -> *mut std::ffi::c_void {
+    let Some(bytes) = count.checked_mul(size) else { return std::ptr::null_mut() };
+    // SAFETY: mi_malloc returns `bytes` writable bytes, or null.
+    unsafe {
+        let p = libmimalloc_sys::mi_malloc(bytes);
+        if !p.is_null() {
+            std::ptr::write_bytes(p.cast::<u8>(), 0, bytes);
+        }
+        p
+    }
+}
+
 /// Raises the `decision_store.errors` exception that fits `e`.
 fn raise(py: Python<'_>, e: Error) -> PyErr {
     let class = match &e {
@@ -639,6 +652,7 @@ impl PyStore {
     /// graph breadth-first, depth falling with distance (breadth 6 unless
     /// given). Other arguments left out keep `dstore project`'s defaults.
     #[pyo3(signature = (focus, breadth=None, depth=None, budget=None, direction=None, ranking=None))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments, each optional
     fn project<'py>(
         &self,
         py: Python<'py>,
@@ -692,6 +706,17 @@ impl PyStore {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // tree-sitter's parsers allocate a node at a time in C: from mimalloc
+    // too, as in dstore. SAFETY: mimalloc's four functions, set when the
+    // module loads, before this copy of tree-sitter has made any object.
+    unsafe {
+        tree_sitter::set_allocator(Some(tree_sitter::Allocator {
+            malloc: libmimalloc_sys::mi_malloc,
+            calloc: mi_calloc,
+            realloc: libmimalloc_sys::mi_realloc,
+            free: libmimalloc_sys::mi_free,
+        }));
+    }
     m.add_class::<PyDecision>()?;
     m.add_class::<PyDecisionTree>()?;
     m.add_class::<PyStore>()?;

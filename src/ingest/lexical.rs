@@ -12,7 +12,7 @@
 //! `dstore ingest` keeps each file's terms in the store; the projection
 //! ranks files by BM25 between the focus's terms and theirs.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// The longest term kept, in bytes: longer identifiers are generated code.
 const MAX_TERM: usize = 48;
@@ -129,22 +129,31 @@ const STOPWORDS: &[&str] = &[
 
 /// The terms of `text` with how often each occurs, sorted by term.
 pub fn terms(text: &str) -> Vec<(String, u32)> {
-    let mut counts: HashMap<String, u32> = HashMap::new();
-    let mut add = |term: String| {
-        if term.len() >= 2 && term.len() <= MAX_TERM && !STOPWORDS.contains(&term.as_str()) {
-            *counts.entry(term).or_insert(0) += 1;
+    // A term met again is counted without allocating; a new one is checked
+    // once (length, stopword) and kept with 0 when it is not a term.
+    let mut counts: FxHashMap<String, u32> = FxHashMap::default();
+    let mut count = |term: &str| match counts.get_mut(term) {
+        Some(n) => *n += u32::from(*n > 0),
+        None => {
+            let keep = term.len() >= 2 && term.len() <= MAX_TERM && !STOPWORDS.contains(&term);
+            counts.insert(term.to_owned(), u32::from(keep));
         }
     };
+    let (mut parts, mut whole, mut part) = (Vec::new(), String::new(), String::new());
     for identifier in identifiers(text) {
-        let parts = split(identifier);
-        if parts.len() > 1 {
-            add(parts.concat());
+        split_into(identifier, &mut parts);
+        whole.clear();
+        for &(from, to) in &parts {
+            part.clear();
+            part.extend(identifier[from..to].chars().map(|c| c.to_ascii_lowercase()));
+            whole.push_str(&part);
+            count(&part);
         }
-        for part in parts {
-            add(part);
+        if parts.len() > 1 {
+            count(&whole);
         }
     }
-    let mut terms: Vec<(String, u32)> = counts.into_iter().collect();
+    let mut terms: Vec<(String, u32)> = counts.into_iter().filter(|(_, n)| *n > 0).collect();
     terms.sort_unstable();
     terms
 }
@@ -180,24 +189,37 @@ fn identifiers(text: &str) -> impl Iterator<Item = &str> {
 /// letter or digit followed by an upper-case one, and before the last
 /// capital of a run followed by a lower-case letter (`HTTPServer`: `http`,
 /// `server`). Digits stay with the part before them.
+#[cfg(test)]
 fn split(identifier: &str) -> Vec<String> {
     let mut parts = Vec::new();
-    for word in identifier.split('_').filter(|w| !w.is_empty()) {
-        let chars: Vec<char> = word.chars().collect();
-        let mut start = 0;
-        for i in 1..chars.len() {
-            let (prev, cur) = (chars[i - 1], chars[i]);
-            let next_lower = chars.get(i + 1).is_some_and(char::is_ascii_lowercase);
-            let boundary = (cur.is_ascii_uppercase() && (prev.is_ascii_lowercase() || prev.is_ascii_digit()))
-                || (cur.is_ascii_uppercase() && prev.is_ascii_uppercase() && next_lower);
+    split_into(identifier, &mut parts);
+    parts.into_iter().map(|(from, to)| identifier[from..to].to_ascii_lowercase()).collect()
+}
+
+/// [`split`]'s parts as byte ranges of `identifier` (ASCII), into `parts`.
+fn split_into(identifier: &str, parts: &mut Vec<(usize, usize)>) {
+    parts.clear();
+    let b = identifier.as_bytes();
+    let mut start = 0;
+    for i in 0..=b.len() {
+        if i == b.len() || b[i] == b'_' {
+            if i > start {
+                parts.push((start, i));
+            }
+            start = i + 1;
+            continue;
+        }
+        if i > start {
+            let (prev, cur) = (b[i - 1], b[i]);
+            let next_lower = b.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+            let boundary = cur.is_ascii_uppercase()
+                && (prev.is_ascii_lowercase() || prev.is_ascii_digit() || (prev.is_ascii_uppercase() && next_lower));
             if boundary {
-                parts.push(chars[start..i].iter().collect::<String>().to_ascii_lowercase());
+                parts.push((start, i));
                 start = i;
             }
         }
-        parts.push(chars[start..].iter().collect::<String>().to_ascii_lowercase());
     }
-    parts
 }
 
 #[cfg(test)]

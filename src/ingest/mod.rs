@@ -331,7 +331,8 @@ pub fn parse_file(root: &Root, relative: &Path, language: Language, source: &str
     let version = content_version(source.as_bytes());
     let module_uri = format!("module://{module}");
     out.node(&module_uri, "module", &module, &version, vec![(0, module.clone()), (1, graph_line.clone())]);
-    out.node(&file, "file", &name, &version, vec![(0, name.clone()), (1, graph_line), (9, source.to_owned())]);
+    let views = vec![(0, name.clone()), (1, graph_line), (4, head(source)), (9, source.to_owned())];
+    out.node(&file, "file", &name, &version, views);
     out.contains(&file, &module_uri);
     out.graph
 }
@@ -425,6 +426,33 @@ impl Builder {
     fn contains(&mut self, parent: &str, child: &str) {
         self.reference(parent, "contains", child);
     }
+}
+
+/// The most lines, and bytes, of a file's head.
+const HEAD_LINES: usize = 8;
+const HEAD_BYTES: usize = 400;
+
+/// A file's head, its signature-depth view: its first [`HEAD_LINES`]
+/// lines that hold something (imports, a module's docstring, the first
+/// declarations or test cases), at most [`HEAD_BYTES`] bytes, cut at a line.
+/// What a file that defines nothing (a test of `describe` calls, an index
+/// of re-exports) shows of itself in a map of signatures.
+fn head(source: &str) -> String {
+    let mut out = String::new();
+    for line in source.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).take(HEAD_LINES) {
+        if !out.is_empty() && out.len() + line.len() + 1 > HEAD_BYTES {
+            break;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let mut end = line.len().min(HEAD_BYTES);
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.push_str(&line[..end]);
+    }
+    out
 }
 
 /// The first line of a docstring or doc comment, trimmed of quotes and markers.
@@ -529,6 +557,19 @@ mod tests {
         assert_eq!(comment_first_line("/** One line. */").as_deref(), Some("One line."));
         assert_eq!(comment_first_line("// New makes a Store.").as_deref(), Some("New makes a Store."));
         assert_eq!(comment_first_line("/* */"), None);
+    }
+
+    #[test]
+    fn a_files_head_is_its_first_lines_that_hold_something() {
+        assert_eq!(
+            head("\n\nimport a\n\nfrom b import c   \n\ndef f():\n    pass\n"),
+            "import a\nfrom b import c\ndef f():\n    pass"
+        );
+        let many: String = (0..20).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(head(&many).lines().count(), HEAD_LINES);
+        let long = format!("{}\n{}", "é".repeat(300), "x".repeat(50));
+        let h = head(&long);
+        assert!(h.len() <= HEAD_BYTES && h.chars().all(|c| c == 'é'), "{h}");
     }
 
     #[test]

@@ -24,7 +24,7 @@
 //! budget is then spent in turns: the most telling definition of every
 //! file in rank order, then the second of each, and so on, each at its
 //! signature view (its header and the first line of its documentation);
-//! a file with no definition shows its outline. The focus itself comes
+//! a file with no definition shows its head (its first lines). The focus itself comes
 //! first as its outline (the symbols it defines), when that costs at
 //! most a tenth of the budget.
 
@@ -219,7 +219,7 @@ fn pagerank(
     extra: &HashMap<String, f64>,
 ) -> Vec<(String, f64)> {
     let mut names: Vec<&String> = focus.iter().collect();
-    for ((a, b), _) in edges {
+    for (a, b) in edges.keys() {
         names.push(a);
         names.push(b);
     }
@@ -242,7 +242,7 @@ fn pagerank(
     }
     let mut out_weight = vec![0.0; n];
     let mut pairs: Vec<(usize, usize, f64)> = edges.iter().map(|((a, b), w)| (index[a], index[b], *w)).collect();
-    pairs.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+    pairs.sort_by_key(|p| (p.0, p.1));
     for &(a, _, w) in &pairs {
         out_weight[a] += w;
     }
@@ -504,11 +504,9 @@ fn fill(
                 continue;
             }
             any = true;
-            let records = graph.records_to_depth(&batch.iter().map(|b| b.1).collect::<Vec<_>>(), depth.max(OUTLINE))?;
+            let records = graph.records_to_depth(&batch.iter().map(|b| b.1).collect::<Vec<_>>(), depth)?;
             for ((i, _), r) in batch.into_iter().zip(records) {
-                let is_file = r.resource_uri.as_deref() == Some(r.uri.as_str());
-                let want = if is_file { OUTLINE } else { depth };
-                let Some(view) = r.views.iter().filter(|v| v.depth <= want).max_by_key(|v| v.depth) else { continue };
+                let Some(view) = r.views.iter().filter(|v| v.depth <= depth).max_by_key(|v| v.depth) else { continue };
                 let tokens = counter.count(&view.content);
                 if fits(used, tokens) {
                     used += tokens;

@@ -32,7 +32,14 @@ impl Store {
     /// writers kept changing the graph while the ingest planned.
     pub fn ingest(&mut self, root: impl AsRef<Path>, options: IngestOptions) -> Result<IngestReport> {
         self.writable()?;
-        let mut report = ingest(&self.conn, root.as_ref(), options)?;
+        let first_load = self.is_first_load()?;
+        let run = || ingest(&self.conn, root.as_ref(), options, first_load);
+        // The graph's indexes take keys in no order (URIs, terms): a cache
+        // of 128 MiB while the ingest writes keeps them in memory.
+        let mut report = match self.conn.sqlite() {
+            Some(c) => super::engine::sqlite::with_cache(c, 128 << 10, run)?,
+            None => run()?,
+        };
         if options.history {
             history::update(&self.conn, root.as_ref(), &mut report.history)?;
         } else {

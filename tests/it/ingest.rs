@@ -466,7 +466,7 @@ fn an_ingest_that_fails_part_way_leaves_the_graph_as_it_was() {
     rusqlite::Connection::open(&db)
         .unwrap()
         .execute_batch(
-            "CREATE TRIGGER fault BEFORE INSERT ON uko_code_references WHEN new.name = 'boom'
+            "CREATE TRIGGER fault BEFORE INSERT ON uko_code_reference_lists WHEN new.refs LIKE '%boom%'
              BEGIN SELECT RAISE(ABORT, 'injected fault'); END;",
         )
         .unwrap();

@@ -183,7 +183,9 @@ fn index(db: &Path) -> BTreeMap<String, (usize, BTreeMap<String, i64>)> {
         let (file, length) = row.unwrap();
         out.insert(file, (length as usize, BTreeMap::new()));
     }
-    let mut terms = c.prepare("SELECT resource_uri, term, tf FROM code_terms").unwrap();
+    let mut terms = c
+        .prepare("SELECT d.resource_uri, t.term, t.tf FROM code_terms t JOIN code_term_docs d USING (doc_id)")
+        .unwrap();
     for row in terms.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?))).unwrap() {
         let (file, term, tf) = row.unwrap();
         out.get_mut(&file).expect("a term of an indexed file").1.insert(term, tf);
@@ -235,5 +237,16 @@ fn the_lexical_index_follows_the_files() {
     let report = store.ingest(&tree, IngestOptions::default()).unwrap();
     assert_eq!((report.parsed, report.indexed), (0, 2));
     assert_eq!(index(&db), second);
+    // Each file's vector and its postings agree.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let (vectors, postings): (i64, i64) = c
+        .query_row(
+            "SELECT (SELECT sum(length(vector) - length(replace(vector, ':', ''))) FROM code_term_docs),
+                    (SELECT count(*) FROM code_terms)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(vectors, postings);
     assert_eq!(store.check().unwrap(), []);
 }

@@ -307,8 +307,14 @@ pub(crate) fn set_cache_kib(conn: &Connection, kib: u32) -> Result<()> {
 /// Runs `f` with a page cache of at least 32 MiB and sorts in memory, then
 /// puts both settings back: for a reader that reads every table (`check`).
 pub(crate) fn with_large_cache<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    with_cache(conn, 32 << 10, f)
+}
+
+/// Runs `f` with a page cache of at least `kib` KiB and sorts in memory,
+/// then puts both settings back.
+pub(crate) fn with_cache<T>(conn: &Connection, kib: i64, f: impl FnOnce() -> Result<T>) -> Result<T> {
     let previous: i64 = conn.query_row("PRAGMA cache_size", [], |r| r.get(0)).map_err(error)?;
-    conn.pragma_update(None, "cache_size", previous.min(-32_768)).map_err(error)?;
+    conn.pragma_update(None, "cache_size", previous.min(-kib)).map_err(error)?;
     // Only outside a transaction may the setting change.
     let temp_store: Option<i64> = if conn.is_autocommit() {
         let before = conn.query_row("PRAGMA temp_store", [], |r| r.get(0)).map_err(error)?;

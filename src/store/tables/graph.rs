@@ -97,29 +97,35 @@ fn view_depth(r: &Row<'_>, i: usize, node: NodeKey) -> Result<u32> {
     })
 }
 
+/// Inserts a node, or replaces the one of its URI; returns its key.
+const UPSERT_NODE: &str =
+    "INSERT INTO uko_nodes (uri, domain, kind, label, version, resource_uri) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+     ON CONFLICT (uri) DO UPDATE SET domain = excluded.domain, kind = excluded.kind, label = excluded.label,
+         version = excluded.version, resource_uri = excluded.resource_uri
+     RETURNING node_id";
+
+/// `node` follows the model's rules and every text of it can be stored.
+fn checked(tx: &WriteTx<'_>, node: &UkoNode) -> Result<()> {
+    node.validate()?;
+    for (field, text) in [("uri", &node.uri), ("domain", &node.domain), ("kind", &node.kind), ("label", &node.label)] {
+        tx.storable(field, text)?;
+    }
+    for (field, text) in [("version", &node.version), ("resource_uri", &node.resource_uri)] {
+        tx.storable(field, text.as_deref().unwrap_or_default())?;
+    }
+    for v in &node.views {
+        tx.storable("views.content", &v.content)?;
+    }
+    Ok(())
+}
+
 /// Adds or replaces nodes and their views.
 pub(crate) fn upsert_nodes(tx: &WriteTx<'_>, nodes: &[UkoNode]) -> Result<()> {
-    let mut upsert = tx.prepare(
-        "INSERT INTO uko_nodes (uri, domain, kind, label, version, resource_uri) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-         ON CONFLICT (uri) DO UPDATE SET domain = excluded.domain, kind = excluded.kind, label = excluded.label,
-             version = excluded.version, resource_uri = excluded.resource_uri
-         RETURNING node_id",
-    )?;
+    let mut upsert = tx.prepare(UPSERT_NODE)?;
     let mut clear = tx.prepare("DELETE FROM uko_node_views WHERE node_id = ?1")?;
     let mut view = tx.prepare("INSERT INTO uko_node_views (node_id, depth, content) VALUES (?1, ?2, ?3)")?;
     for node in nodes {
-        node.validate()?;
-        for (field, text) in
-            [("uri", &node.uri), ("domain", &node.domain), ("kind", &node.kind), ("label", &node.label)]
-        {
-            tx.storable(field, text)?;
-        }
-        for (field, text) in [("version", &node.version), ("resource_uri", &node.resource_uri)] {
-            tx.storable(field, text.as_deref().unwrap_or_default())?;
-        }
-        for v in &node.views {
-            tx.storable("views.content", &v.content)?;
-        }
+        checked(tx, node)?;
         let id = upsert
             .query_opt(
                 vals![&node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri],
@@ -433,8 +439,10 @@ fn in_order<T>(slots: Vec<Option<T>>, keys: &[NodeKey]) -> Result<Vec<T>> {
 pub(crate) mod code {
     use std::collections::HashMap;
 
-    use crate::error::Result;
-    use crate::store::engine::{vals, Conn, WriteTx};
+    use super::{checked, UPSERT_NODE};
+    use crate::error::{Error, Result};
+    use crate::store::engine::{vals, Conn, Stmt, WriteTx};
+    use crate::uko::{NodeKey, UkoNode};
 
     const STATE: &str = "SELECT generation, resolved FROM graph_state WHERE id = 1";
     const SET_RESOLVED: &str = "UPDATE graph_state SET resolved = ?1 WHERE id = 1";
@@ -483,6 +491,83 @@ pub(crate) mod code {
             &[],
             |r| Ok((r.string(0)?, r.string(1)?, r.string(2)?)),
         )
+    }
+
+    /// The statements that write an ingest's nodes and edges, prepared once
+    /// for a transaction; node keys are remembered as nodes are written, so
+    /// an edge between written nodes looks neither end up.
+    pub(crate) struct Writer<'c> {
+        insert: Stmt<'c>,
+        upsert: Stmt<'c>,
+        clear: Stmt<'c>,
+        view: Stmt<'c>,
+        edge: Stmt<'c>,
+        find: Stmt<'c>,
+    }
+
+    impl<'c> Writer<'c> {
+        pub(crate) fn new(tx: &'c WriteTx<'_>) -> Result<Self> {
+            Ok(Writer {
+                insert: tx.prepare(
+                    "INSERT INTO uko_nodes (uri, domain, kind, label, version, resource_uri)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING node_id",
+                )?,
+                upsert: tx.prepare(UPSERT_NODE)?,
+                clear: tx.prepare("DELETE FROM uko_node_views WHERE node_id = ?1")?,
+                view: tx.prepare_write("INSERT INTO uko_node_views (node_id, depth, content) VALUES (?1, ?2, ?3)")?,
+                edge: tx.prepare_write(
+                    "INSERT INTO uko_edges (source_id, target_id, relation, weight) VALUES (?1, ?2, ?3, 1.0)
+                     ON CONFLICT (source_id, relation, target_id) DO UPDATE SET weight = excluded.weight",
+                )?,
+                find: tx.prepare("SELECT node_id FROM uko_nodes WHERE uri = ?1")?,
+            })
+        }
+
+        /// Writes `node` and its views: inserted when `fresh` (no node of its
+        /// URI is stored), else replaced. Remembers its key in `keys`.
+        pub(crate) fn node(
+            &mut self,
+            tx: &WriteTx<'_>,
+            node: &UkoNode,
+            fresh: bool,
+            keys: &mut HashMap<String, NodeKey>,
+        ) -> Result<()> {
+            checked(tx, node)?;
+            let values = vals![&node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri];
+            let statement = if fresh { &mut self.insert } else { &mut self.upsert };
+            let id = statement
+                .query_opt(values, |r| r.i64(0))?
+                .ok_or_else(|| Error::storage("the node insert returned no key"))?;
+            if !fresh {
+                self.clear.execute(vals![id])?;
+            }
+            for v in &node.views {
+                self.view.execute(vals![id, v.depth, v.content.as_str()])?;
+            }
+            keys.insert(node.uri.clone(), id);
+            Ok(())
+        }
+
+        /// Adds the edge `source -relation-> target` (both stored nodes) at weight 1.
+        pub(crate) fn edge(
+            &mut self,
+            source: &str,
+            relation: &str,
+            target: &str,
+            keys: &mut HashMap<String, NodeKey>,
+        ) -> Result<()> {
+            let (s, t) = (self.key(source, keys)?, self.key(target, keys)?);
+            self.edge.execute(vals![s, t, relation]).map(drop)
+        }
+
+        fn key(&mut self, uri: &str, keys: &mut HashMap<String, NodeKey>) -> Result<NodeKey> {
+            if let Some(&k) = keys.get(uri) {
+                return Ok(k);
+            }
+            let k = self.find.query_opt(vals![uri], |r| r.i64(0))?.ok_or_else(|| Error::UnknownNode(uri.to_owned()))?;
+            keys.insert(uri.to_owned(), k);
+            Ok(k)
+        }
     }
 
     /// Removes edges named by their ends' URIs and relation; those not stored are passed over.

@@ -30,6 +30,10 @@ use crate::store::workflows::ingest::BOUND;
 /// (e^200 is far from a float's limit, and far above any one weight).
 const RESCALE_AFTER: f64 = 200.0;
 
+/// One commit's links between file nodes: (commit, the clock after it, the
+/// weights' base, the links (a, b, weight)).
+type Run = (String, u64, u64, Vec<(i64, i64, f64)>);
+
 /// Reads the commits after the one read last into `co_changed` links
 /// between the tree's ingested files.
 pub(crate) fn update(conn: &Conn, root: &Path, report: &mut HistoryReport) -> Result<()> {
@@ -52,8 +56,7 @@ pub(crate) fn update(conn: &Conn, root: &Path, report: &mut HistoryReport) -> Re
         _ => (0, 0),
     };
     let files = table::file_nodes(conn)?;
-    // Each commit's links, by file node: (commit, clock after it, base, links).
-    let mut runs: Vec<(String, u64, u64, Vec<(i64, i64, f64)>)> = Vec::with_capacity(read.commits.len());
+    let mut runs: Vec<Run> = Vec::with_capacity(read.commits.len());
     let mut rescales: HashMap<usize, f64> = HashMap::new();
     for (id, changed) in &read.commits {
         clock += 1;
@@ -113,18 +116,4 @@ pub(crate) fn update(conn: &Conn, root: &Path, report: &mut HistoryReport) -> Re
         tx.commit()?;
     }
     Ok(())
-}
-
-/// The total `co_changed` weight of each pair of files, for tests: (a, b) with a < b.
-#[cfg(test)]
-pub(crate) fn links(conn: &Conn) -> Result<std::collections::BTreeMap<(String, String), f64>> {
-    Ok(conn
-        .query_vec(
-            "SELECT s.uri, t.uri, e.weight FROM uko_edges e JOIN uko_nodes s ON s.node_id = e.source_id
-             JOIN uko_nodes t ON t.node_id = e.target_id WHERE e.relation = 'co_changed' AND s.uri < t.uri",
-            &[],
-            |r| Ok(((r.string(0)?, r.string(1)?), r.opt_f64(2)?.unwrap_or(0.0))),
-        )?
-        .into_iter()
-        .collect())
 }

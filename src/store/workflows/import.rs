@@ -61,8 +61,8 @@ pub const MAX_HOLD: Duration = Duration::from_millis(25);
 /// [`BATCH`] and [`MAX_HOLD`] of a first load into an empty file that no
 /// other connection has open (see `engine::Bulk`): each of its commits
 /// syncs the file, and there is no other writer to wait for it.
-const FIRST_LOAD_BATCH: usize = 65_536;
-const FIRST_LOAD_HOLD: Duration = Duration::from_millis(500);
+pub(crate) const FIRST_LOAD_BATCH: usize = 65_536;
+pub(crate) const FIRST_LOAD_HOLD: Duration = Duration::from_millis(500);
 /// Records written between two looks at the clock.
 const RUN: usize = 32;
 

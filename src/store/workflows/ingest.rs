@@ -43,8 +43,8 @@ use crate::ingest::walk::{parse_all, walk, Found};
 use crate::ingest::{FileGraph, IngestOptions, IngestReport, Reference, Root, SkippedFile};
 use crate::store::engine::{Conn, WriteTx, NUL_REASON};
 use crate::store::tables::{graph, lexical as terms_table, references};
-use crate::store::workflows::import::MAX_HOLD;
-use crate::uko::{UkoEdge, UkoNode};
+use crate::store::workflows::import::{FIRST_LOAD_BATCH, FIRST_LOAD_HOLD, MAX_HOLD};
+use crate::uko::{NodeKey, UkoNode};
 
 /// The most rows (nodes, views, references, edges) one transaction writes.
 pub const BOUND: usize = 4096;
@@ -127,7 +127,8 @@ struct PlannedNode {
 struct FileChange {
     file: String,
     remove: Vec<String>,
-    upsert: Vec<UkoNode>,
+    /// Nodes to write, each with whether it is new (no node of its URI is stored).
+    upsert: Vec<(UkoNode, bool)>,
     /// Its references from now on (all of them replaced).
     references: Vec<Reference>,
     added: u64,
@@ -140,6 +141,13 @@ struct TermChange {
     file: String,
     version: String,
     terms: Option<Vec<(String, u32)>>,
+}
+
+impl TermChange {
+    /// The rows it writes, for a transaction's bound: its postings and its document.
+    fn rows(&self) -> usize {
+        1 + self.terms.as_ref().map_or(0, Vec::len)
+    }
 }
 
 /// Everything an ingest writes.
@@ -271,9 +279,11 @@ impl<'s> Planner<'s> {
                 writes.entry(n.file.clone()).or_default().push(node);
             }
         }
+        let stored = |uri: &str| self.stored.code.contains_key(uri) || self.stored.other.contains(uri);
         for change in &mut self.synced {
-            change.upsert = writes.remove(&change.file).unwrap_or_default();
-            change.upsert.sort_by(|a, b| a.uri.cmp(&b.uri));
+            let mut nodes = writes.remove(&change.file).unwrap_or_default();
+            nodes.sort_by(|a, b| a.uri.cmp(&b.uri));
+            change.upsert = nodes.into_iter().map(|n| (!stored(&n.uri), n)).map(|(fresh, n)| (n, fresh)).collect();
             change.references = self.references.remove(&change.file).unwrap_or_default();
         }
         let nodes: HashMap<String, CodeNode> = self
@@ -353,7 +363,10 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
 }
 
 /// Brings the graph in step with the tree under `root`: see the module doc.
-pub(crate) fn ingest(conn: &Conn, root: &Path, options: IngestOptions) -> Result<IngestReport> {
+/// With `first_load` (an empty store file that no other connection has
+/// open), the changes are written without the log, in larger transactions
+/// (see `engine::Bulk`).
+pub(crate) fn ingest(conn: &Conn, root: &Path, options: IngestOptions, first_load: bool) -> Result<IngestReport> {
     if !std::fs::metadata(root)?.is_dir() {
         return Err(Error::validation("path", format!("{} is not a directory", root.display())));
     }
@@ -414,7 +427,7 @@ pub(crate) fn ingest(conn: &Conn, root: &Path, options: IngestOptions) -> Result
             }
             // The graph is as the tree is; only the lexical index is behind (a store of schema 9).
             let plan = Plan { terms, ..Plan::default() };
-            match apply(conn, &plan, snapshot.generation, &mut report)? {
+            match apply(conn, &plan, snapshot.generation, first_load, &mut report)? {
                 Applied::Done => {
                     done = true;
                     break;
@@ -451,7 +464,7 @@ pub(crate) fn ingest(conn: &Conn, root: &Path, options: IngestOptions) -> Result
         }
         let mut plan = planner.finish();
         plan.terms = terms;
-        match apply(conn, &plan, snapshot.generation, &mut report)? {
+        match apply(conn, &plan, snapshot.generation, first_load, &mut report)? {
             Applied::Done => {
                 report.parse_errors = changed
                     .iter()
@@ -481,7 +494,7 @@ enum Applied {
 /// One step of a plan, in the order they are written.
 enum Step<'p> {
     File(&'p FileChange),
-    Terms(&'p TermChange),
+    Terms(&'p [TermChange]),
     RemoveEdges(&'p [CodeEdge]),
     AddEdges(&'p [CodeEdge]),
 }
@@ -490,10 +503,8 @@ impl Step<'_> {
     /// The rows it writes, for the transaction's bound.
     fn rows(&self) -> usize {
         match self {
-            Step::File(c) => {
-                c.remove.len() + c.references.len() + c.upsert.iter().map(|n| 2 + n.views.len()).sum::<usize>() + 1
-            }
-            Step::Terms(t) => 2 + t.terms.as_ref().map_or(0, Vec::len),
+            Step::File(c) => c.remove.len() + 1 + c.upsert.iter().map(|(n, _)| 2 + n.views.len()).sum::<usize>() + 1,
+            Step::Terms(files) => files.iter().map(TermChange::rows).sum(),
             Step::RemoveEdges(e) | Step::AddEdges(e) => e.len(),
         }
     }
@@ -502,24 +513,45 @@ impl Step<'_> {
 /// Writes `plan` in transactions of at most [`BOUND`] rows (a step larger
 /// than that, one file's, goes alone), each checked against the generation
 /// the previous one left, starting from `generation`.
-fn apply(conn: &Conn, plan: &Plan, mut generation: i64, report: &mut IngestReport) -> Result<Applied> {
+fn apply(
+    conn: &Conn,
+    plan: &Plan,
+    mut generation: i64,
+    first_load: bool,
+    report: &mut IngestReport,
+) -> Result<Applied> {
     let mut steps: Vec<Step<'_>> = plan.files.iter().map(Step::File).collect();
     steps.extend(plan.remove_edges.chunks(BOUND).map(Step::RemoveEdges));
     steps.extend(plan.add_edges.chunks(BOUND).map(Step::AddEdges));
-    steps.extend(plan.terms.iter().map(Step::Terms));
-    let bulk = conn.bulk(false);
+    // Files' terms in runs of about a transaction's rows, each run's postings written in term order.
+    let run = if first_load { FIRST_LOAD_BATCH } else { BOUND };
+    let mut rest: &[TermChange] = &plan.terms;
+    while !rest.is_empty() {
+        let (mut n, mut rows) = (0, 0);
+        while n < rest.len() && (n == 0 || rows + rest[n].rows() <= run) {
+            rows += rest[n].rows();
+            n += 1;
+        }
+        steps.push(Step::Terms(&rest[..n]));
+        rest = &rest[n..];
+    }
+    let bulk = conn.bulk(first_load);
     let mut steps = steps.into_iter().peekable();
+    // The key of each node written (or looked up) so far: keys stay as they are.
+    let mut keys: HashMap<String, NodeKey> = HashMap::new();
     loop {
         let tx = bulk.begin()?;
         if graph::lock(&tx)? != generation {
             return Ok(Applied::Moved);
         }
+        let (bound, hold) = if bulk.is_unlogged() { (FIRST_LOAD_BATCH, FIRST_LOAD_HOLD) } else { (BOUND, MAX_HOLD) };
         let (mut rows, began) = (0, Instant::now());
-        while let Some(step) = steps.next_if(|s| rows == 0 || (rows + s.rows() <= BOUND && began.elapsed() < MAX_HOLD))
-        {
+        let mut writer = graph::code::Writer::new(&tx)?;
+        while let Some(step) = steps.next_if(|s| rows == 0 || (rows + s.rows() <= bound && began.elapsed() < hold)) {
             rows += step.rows();
-            write(&tx, &step, report)?;
+            write(&tx, &mut writer, &mut keys, &step, report)?;
         }
+        drop(writer);
         let done = steps.peek().is_none();
         if rows > 0 {
             generation = graph::bump(&tx, generation)?;
@@ -537,42 +569,45 @@ fn apply(conn: &Conn, plan: &Plan, mut generation: i64, report: &mut IngestRepor
     }
 }
 
-fn write(tx: &WriteTx<'_>, step: &Step<'_>, report: &mut IngestReport) -> Result<()> {
+fn write(
+    tx: &WriteTx<'_>,
+    writer: &mut graph::code::Writer<'_>,
+    keys: &mut HashMap<String, NodeKey>,
+    step: &Step<'_>,
+    report: &mut IngestReport,
+) -> Result<()> {
     match step {
         Step::File(c) => {
             graph::remove_nodes(tx, &c.remove)?;
-            graph::upsert_nodes(tx, &c.upsert)?;
-            references::remove_file(tx, &c.file)?;
-            references::insert(
+            for uri in &c.remove {
+                keys.remove(uri);
+            }
+            for (node, fresh) in &c.upsert {
+                writer.node(tx, node, *fresh, keys)?;
+            }
+            references::set_file(
                 tx,
-                c.references.iter().map(|r| (c.file.as_str(), r.from.as_str(), r.relation, r.name.as_str())),
+                &c.file,
+                c.references.iter().map(|r| (r.from.as_str(), r.relation, r.name.as_str())),
             )?;
             report.nodes_added += c.added;
             report.nodes_changed += c.changed;
             report.nodes_removed += c.removed;
         }
-        Step::Terms(t) => {
-            match &t.terms {
-                Some(terms) => terms_table::replace_file(tx, &t.file, &t.version, terms)?,
-                None => terms_table::remove_file(tx, &t.file)?,
-            }
-            report.indexed += u64::from(t.terms.is_some());
+        Step::Terms(files) => {
+            let files: Vec<terms_table::FileTerms<'_>> =
+                files.iter().map(|t| (t.file.as_str(), t.version.as_str(), t.terms.as_deref())).collect();
+            terms_table::index_files(tx, &files)?;
+            report.indexed += files.iter().filter(|f| f.2.is_some()).count() as u64;
         }
         Step::RemoveEdges(edges) => {
             graph::code::remove_edges(tx, edges.iter().map(|(s, r, t)| (s.as_str(), r.as_str(), t.as_str())))?;
             report.edges_removed += edges.len() as u64;
         }
         Step::AddEdges(edges) => {
-            let edges: Vec<UkoEdge> = edges
-                .iter()
-                .map(|(s, r, t)| UkoEdge {
-                    source: s.clone(),
-                    target: t.clone(),
-                    relation: r.clone(),
-                    weight: Some(1.0),
-                })
-                .collect();
-            graph::upsert_edges(tx, &edges)?;
+            for (source, relation, target) in *edges {
+                writer.edge(source, relation, target, keys)?;
+            }
             report.edges_added += edges.len() as u64;
         }
     }
