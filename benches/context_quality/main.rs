@@ -434,6 +434,12 @@ fn run(name: &str, repo: &Path, rev: &str, n: usize, methods: &[String], aider: 
             &checkout.display().to_string(),
         ],
     );
+    // Only source files and the configuration their imports resolve by: a
+    // mirror may lack other files' large blobs, which a checkout would need.
+    let mut sparse = vec!["sparse-checkout", "set", "--no-cone", "go.mod", "tsconfig*.json", "jsconfig.json"];
+    let patterns: Vec<String> = SOURCE.iter().map(|ext| format!("*.{ext}")).collect();
+    sparse.extend(patterns.iter().map(String::as_str));
+    git(&checkout, &sparse);
     let mut store = Store::open(work.join(format!("{name}.db"))).unwrap();
     let mut results: BTreeMap<(usize, String), Sum> = BTreeMap::new();
     let (mut ingest_secs, mut queries) = (0.0, 0);

@@ -1,13 +1,15 @@
 //! What `ingest` keeps beside the code graph for ranking context: the git
 //! history (`co_changed` links between files that changed together, read
 //! incrementally) and the words of each file (the lexical index), both
-//! kept in step with the tree.
+//! kept in step with the tree; and the default context, which ranks files
+//! by them and by the graph.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
 use decision_store::ingest::IngestOptions;
+use decision_store::projection::{Cl100k, DepthBreadthProjector, ProjectionSpec, Ranking, Signals};
 use decision_store::Store;
 
 fn write(root: &Path, rel: &str, text: &str) {
@@ -249,4 +251,64 @@ fn the_lexical_index_follows_the_files() {
         .unwrap();
     assert_eq!(vectors, postings);
     assert_eq!(store.check().unwrap(), []);
+}
+
+/// The files of the default context, in the order they come (the focus's own first).
+fn context_files(store: &Store, focus: &str, spec: Option<ProjectionSpec>) -> Vec<String> {
+    let spec = spec.unwrap_or_else(|| ProjectionSpec::for_focus([focus]).unwrap());
+    let set = DepthBreadthProjector::new().project_fragments(store, &spec, &Cl100k, Some(4000)).unwrap();
+    let mut files: Vec<String> = Vec::new();
+    for f in &set.fragments {
+        let file = f.resource_uri().trim_start_matches("project://").to_owned();
+        if !files.contains(&file) {
+            files.push(file);
+        }
+    }
+    files
+}
+
+#[test]
+fn the_default_context_ranks_files_by_the_graph_the_history_and_the_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    // The focus imports `rates`; `ledger` changes with it in every commit
+    // but shares neither a link nor a word; `invoices` shares its rare words;
+    // the fillers share nothing with it.
+    let focus = "from rates import vat_rate\n\n\ndef settle_invoice_totals(amount):\n    return amount * vat_rate()\n";
+    let mut files: Vec<(String, String)> = [
+        ("billing.py", focus),
+        ("rates.py", "def vat_rate():\n    return 0.2\n"),
+        ("ledger.py", "def post_entry(book):\n    return book\n"),
+        ("invoices.py", "def settle_invoice(x):\n    \"\"\"Invoice totals are settled here.\"\"\"\n    return x\n"),
+    ]
+    .iter()
+    .map(|(p, t)| ((*p).to_owned(), (*t).to_owned()))
+    .collect();
+    for i in 0..30 {
+        files.push((format!("filler{i:02}.py"), format!("def noise_{i}():\n    return {i}\n")));
+    }
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    commit(&repo, &files);
+    for round in 0..4 {
+        commit(&repo, &[("billing.py", &format!("{focus}# {round}\n")), ("ledger.py", &py("post_entry", round))]);
+    }
+    let db = dir.path().join("s.db");
+    let mut store = Store::open(&db).unwrap();
+    store.ingest(&repo, IngestOptions::default()).unwrap();
+    let ranked = context_files(&store, "project://billing.py", None);
+    assert_eq!(ranked[0], "billing.py", "the focus's outline first: {ranked:?}");
+    let place = |f: &str| ranked.iter().position(|x| x == f).unwrap_or_else(|| panic!("{f} missing: {ranked:?}"));
+    // Each signal brings its file ahead of every filler.
+    for signalled in ["rates.py", "ledger.py", "invoices.py"] {
+        assert!(place(signalled) < place("filler00.py"), "{signalled}: {ranked:?}");
+    }
+    // Without the history, the ledger is a filler like the others.
+    let no_history = ProjectionSpec::for_focus(["project://billing.py"])
+        .unwrap()
+        .with_ranking(Ranking::Relevance(Signals { history: 0.0, ..Signals::DEFAULT }));
+    let ranked = context_files(&store, "project://billing.py", Some(no_history));
+    let place = |f: &str| ranked.iter().position(|x| x == f).unwrap_or(usize::MAX);
+    assert!(place("ledger.py") > place("invoices.py") && place("ledger.py") > place("rates.py"), "{ranked:?}");
 }
