@@ -262,7 +262,8 @@ fn same_dir(tree: &Tree, focus: &str) -> Vec<String> {
         } else {
             fd.split('/').zip(d.split('/')).take_while(|(a, b)| a == b).count()
         };
-        common * 1000 - d.split('/').count().min(999)
+        // Deeper directories of the same shared prefix come later.
+        (common * 1000) as i64 - d.split('/').count() as i64
     };
     let mut files: Vec<&String> = tree.files.iter().filter(|f| *f != focus).collect();
     files.sort_by(|a, b| shared(b).cmp(&shared(a)).then(a.cmp(b)));
