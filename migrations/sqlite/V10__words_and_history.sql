@@ -11,10 +11,15 @@ CREATE TABLE code_term_docs (
     doc_id       INTEGER PRIMARY KEY,
     resource_uri TEXT NOT NULL UNIQUE,
     version      TEXT NOT NULL,
-    -- The file's length in terms, and its terms with their counts
-    -- ("term:count" separated by spaces), which say what to remove when it changes.
-    terms        INTEGER NOT NULL,
-    vector       TEXT NOT NULL
+    -- The file's length in terms.
+    terms        INTEGER NOT NULL
+);
+-- Each file's terms with their counts ("term:count" separated by spaces):
+-- the query when the file is the focus, and what to remove when it changes.
+-- Apart from the documents, whose rows BM25 reads for every posting.
+CREATE TABLE code_term_vectors (
+    doc_id INTEGER PRIMARY KEY REFERENCES code_term_docs (doc_id),
+    vector TEXT NOT NULL
 );
 -- The postings: the files (by doc_id) holding each term, and how often.
 CREATE TABLE code_terms (
@@ -22,6 +27,11 @@ CREATE TABLE code_terms (
     doc_id INTEGER NOT NULL,
     tf     INTEGER NOT NULL,
     PRIMARY KEY (term, doc_id)
+) WITHOUT ROWID;
+-- How many files hold each term (its postings counted), kept as they change.
+CREATE TABLE code_term_stats (
+    term TEXT PRIMARY KEY,
+    df   INTEGER NOT NULL
 ) WITHOUT ROWID;
 
 -- The history read so far: files that changed together are linked by

@@ -3,7 +3,10 @@
 //! the nodes present. A name that matches no definition, or several
 //! equally near ones, is left out, never guessed.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+// Keyed by names and URIs, hundreds of thousands of them: a fast hash, not SipHash.
+use rustc_hash::FxHashMap as HashMap;
 
 /// An ingested node, as resolution needs it.
 pub(crate) struct CodeNode {
@@ -219,8 +222,8 @@ pub(crate) fn resolve<'a>(
     references: impl IntoIterator<Item = (&'a str, &'a str, &'a str, &'a str)>,
 ) -> BTreeSet<CodeEdge> {
     // Definitions by short name, and the modules of each Go package.
-    let mut by_name: HashMap<(&'static str, &str), Vec<&str>> = HashMap::new();
-    let mut go_packages: HashMap<&str, Vec<&str>> = HashMap::new();
+    let mut by_name: HashMap<(&'static str, &str), Vec<&str>> = HashMap::default();
+    let mut go_packages: HashMap<&str, Vec<&str>> = HashMap::default();
     for (uri, node) in nodes {
         let group = match node.kind.as_str() {
             "function" => "function",

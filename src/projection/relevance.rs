@@ -80,6 +80,9 @@ const PER_SIGNAL: usize = 200;
 const SECOND_HOP: usize = 32;
 /// The focus's terms BM25 queries with: the most telling ones.
 const QUERY_TERMS: usize = 40;
+/// A term held by more files than this, or a tenth of them if that is
+/// more, is too common to query with.
+const COMMON_FLOOR: u64 = 50;
 /// The depth of a definition's signature view, and of a file's outline.
 const SIGNATURE: u32 = 4;
 const OUTLINE: u32 = 1;
@@ -193,14 +196,15 @@ fn top(sums: HashMap<&String, f64>, n: usize) -> Vec<String> {
     v.into_iter().take(n).map(|(k, _)| k.clone()).collect()
 }
 
-/// The file graph of `links`, both ways: (a, b) -> summed weight.
+/// The file graph of `links`, both ways: (a, b) -> summed weight. An
+/// edge between two files that were both asked about is met from both
+/// ends; it counts once, as its source's.
 fn undirected(links: &[FileLink]) -> HashMap<(String, String), f64> {
+    let sent: HashSet<(&str, &str)> =
+        links.iter().filter(|l| l.outgoing).map(|l| (l.file.as_str(), l.other_file.as_str())).collect();
     let mut out: HashMap<(String, String), f64> = HashMap::new();
-    let mut seen: HashSet<(NodeKey, NodeKey, &str)> = HashSet::new();
     for l in links {
-        // An edge met from both ends (two files both asked about) counts once.
-        let (a, b) = if l.outgoing { (l.node, l.other) } else { (l.other, l.node) };
-        if !seen.insert((a, b, l.relation.as_str())) {
+        if !l.outgoing && sent.contains(&(l.other_file.as_str(), l.file.as_str())) {
             continue;
         }
         *out.entry((l.file.clone(), l.other_file.clone())).or_default() += l.weight;
@@ -302,29 +306,34 @@ fn similar_files(graph: &impl GraphSource, focus_files: &[String]) -> Result<Vec
     let stats = graph.term_statistics(&terms)?;
     let n = stats.files as f64;
     let idf = |df: u64| (1.0 + (n - df as f64 + 0.5) / (df as f64 + 0.5)).ln();
-    // Terms that no other file holds match nothing; those most files hold tell little.
+    // Terms that no other file holds match nothing; those that a tenth of
+    // the files hold tell little and have the longest postings to read.
+    let common = (stats.files / 10).max(COMMON_FLOOR);
     let mut telling: Vec<(String, f64)> = query
         .iter()
         .filter_map(|(t, &q)| {
             let df = stats.document_frequency.get(t).copied().unwrap_or(0);
-            (df >= 2 && (df as f64) < n / 2.0).then(|| (t.clone(), (1.0 + f64::from(q).ln()) * idf(df)))
+            (df >= 2 && df <= common).then(|| (t.clone(), (1.0 + f64::from(q).ln()) * idf(df)))
         })
         .collect();
     telling.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     telling.truncate(QUERY_TERMS);
     let (k1, b) = (1.2, 0.75);
     let mean = stats.mean_length.max(1.0);
-    let mut scores: HashMap<String, f64> = HashMap::new();
-    for (term, weight) in &telling {
-        for (file, tf, length) in graph.postings(term)? {
-            let tf = f64::from(tf);
-            let norm = k1 * (1.0 - b + b * f64::from(length) / mean);
-            *scores.entry(file).or_default() += weight * tf * (k1 + 1.0) / (tf + norm);
-        }
+    let terms: Vec<String> = telling.iter().map(|(t, _)| t.clone()).collect();
+    let mut scores: HashMap<i64, f64> = HashMap::new();
+    for (term, doc, tf, length) in graph.postings(&terms)? {
+        let tf = f64::from(tf);
+        let norm = k1 * (1.0 - b + b * f64::from(length) / mean);
+        *scores.entry(doc).or_default() += telling[term].1 * tf * (k1 + 1.0) / (tf + norm);
     }
-    let mut ranked: Vec<(String, f64)> = scores.into_iter().filter(|(f, _)| !focus_files.contains(f)).collect();
+    let mut ranked: Vec<(i64, f64)> = scores.into_iter().collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    Ok(ranked.into_iter().map(|(f, _)| f).collect())
+    // The focus's own files are among the best: name one more than a list holds.
+    ranked.truncate(PER_SIGNAL + focus_files.len());
+    let docs: Vec<i64> = ranked.iter().map(|(d, _)| *d).collect();
+    let files = graph.document_files(&docs)?;
+    Ok(files.into_iter().filter(|f| !focus_files.contains(f)).collect())
 }
 
 /// The files of the focus's directory, then of its parent's (the nearest

@@ -227,8 +227,12 @@ impl GraphSource for Store {
         Ok(TermStatistics { files, mean_length, document_frequency: lexical::document_frequencies(&self.conn, terms)? })
     }
 
-    fn postings(&self, term: &str) -> Result<Vec<(String, u32, u32)>> {
-        lexical::postings(&self.conn, term)
+    fn postings(&self, terms: &[String]) -> Result<Vec<(usize, i64, u32, u32)>> {
+        lexical::postings(&self.conn, terms)
+    }
+
+    fn document_files(&self, docs: &[i64]) -> Result<Vec<String>> {
+        lexical::document_files(&self.conn, docs)
     }
 }
 

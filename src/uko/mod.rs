@@ -195,21 +195,18 @@ pub struct NodeRecord {
     pub views: Vec<NodeView>,
 }
 
-/// An edge between a node of one file and a node of another: what the
-/// relevance ranking of files reads of the graph (see `projection`).
+/// The edges between the nodes of one file and those of another, summed:
+/// what the relevance ranking of files reads of the graph (see `projection`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FileLink {
-    /// The file asked about, and its node at this end of the edge.
+    /// The file asked about.
     pub file: String,
-    pub node: NodeKey,
-    /// The other file, and its node.
+    /// The other file.
     pub other_file: String,
-    pub other: NodeKey,
-    pub relation: String,
-    /// The edge's weight, 1 when it has none.
-    pub weight: f64,
-    /// The edge leaves `node` (true) or arrives at it (false).
+    /// The edges leave `file` (true) or arrive at it (false).
     pub outgoing: bool,
+    /// Their weights summed (an edge without one counts 1).
+    pub weight: f64,
 }
 
 /// The relation of the edges between files that changed together in the
@@ -278,10 +275,10 @@ pub trait GraphSource {
         Ok(records)
     }
 
-    /// The edges between a node of one of `files` (nodes whose
-    /// `resource_uri` it is) and a node of another file, either way: of
-    /// `relation`, or with `None` of every relation but `contains` and
-    /// [`CO_CHANGED`] (the code's own links).
+    /// The edges between the nodes of one of `files` (nodes whose
+    /// `resource_uri` it is) and the nodes of another file, either way,
+    /// summed by pair of files and way: of `relation`, or with `None` of
+    /// every relation but `contains` and [`CO_CHANGED`] (the code's own links).
     ///
     /// # Errors
     /// [`Error::Storage`] when the source cannot be read.
@@ -345,12 +342,23 @@ pub trait GraphSource {
         Ok(TermStatistics::default())
     }
 
-    /// The files holding `term`: (file, the term's count there, the file's length).
+    /// Every posting of `terms`: (the term's index in `terms`, the file's
+    /// document key, the term's count there, the file's length in terms).
+    /// Keys are opaque; [`GraphSource::document_files`] names their files.
     ///
     /// # Errors
     /// [`Error::Storage`] when the source cannot be read.
-    fn postings(&self, term: &str) -> Result<Vec<(String, u32, u32)>> {
-        let _ = term;
+    fn postings(&self, terms: &[String]) -> Result<Vec<(usize, i64, u32, u32)>> {
+        let _ = terms;
+        Ok(Vec::new())
+    }
+
+    /// The files of these document keys, in the same order.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the source cannot be read.
+    fn document_files(&self, docs: &[i64]) -> Result<Vec<String>> {
+        let _ = docs;
         Ok(Vec::new())
     }
 }
@@ -497,7 +505,7 @@ impl GraphSource for UkoGraph {
 
     fn file_links(&self, files: &[String], relation: Option<&str>) -> Result<Vec<FileLink>> {
         let file_of = |i: NodeIndex| self.graph[i].resource_uri.as_deref();
-        let mut out = Vec::new();
+        let mut sums: HashMap<(String, String, bool), f64> = HashMap::new();
         for e in self.graph.edge_references() {
             let r = e.weight().0.as_str();
             if relation.map_or(r == "contains" || r == CO_CHANGED, |only| r != only) {
@@ -507,23 +515,19 @@ impl GraphSource for UkoGraph {
             if a == b {
                 continue;
             }
-            for (here, there, node, other, outgoing) in
-                [(a, b, e.source(), e.target(), true), (b, a, e.target(), e.source(), false)]
-            {
+            for (here, there, outgoing) in [(a, b, true), (b, a, false)] {
                 if files.iter().any(|f| f == here) {
-                    out.push(FileLink {
-                        file: here.to_owned(),
-                        node: node.index() as NodeKey,
-                        other_file: there.to_owned(),
-                        other: other.index() as NodeKey,
-                        relation: e.weight().0.clone(),
-                        weight: e.weight().1.unwrap_or(1.0),
-                        outgoing,
-                    });
+                    *sums.entry((here.to_owned(), there.to_owned(), outgoing)).or_default() +=
+                        e.weight().1.unwrap_or(1.0);
                 }
             }
         }
-        Ok(out)
+        let mut links: Vec<FileLink> = sums
+            .into_iter()
+            .map(|((file, other_file, outgoing), weight)| FileLink { file, other_file, outgoing, weight })
+            .collect();
+        links.sort_by(|a, b| (&a.file, &a.other_file, a.outgoing).cmp(&(&b.file, &b.other_file, b.outgoing)));
+        Ok(links)
     }
 
     fn definitions(&self, files: &[String]) -> Result<Vec<Definition>> {

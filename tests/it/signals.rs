@@ -234,22 +234,35 @@ fn the_lexical_index_follows_the_files() {
     // A store whose graph is whole but whose files were never indexed (one
     // upgraded from schema 9): the next ingest indexes them, parsing nothing.
     let c = rusqlite::Connection::open(&db).unwrap();
-    c.execute_batch("DELETE FROM code_terms; DELETE FROM code_term_docs;").unwrap();
+    c.execute_batch(
+        "DELETE FROM code_terms; DELETE FROM code_term_vectors; DELETE FROM code_term_docs; DELETE FROM code_term_stats;",
+    )
+    .unwrap();
     drop(c);
     let report = store.ingest(&tree, IngestOptions::default()).unwrap();
     assert_eq!((report.parsed, report.indexed), (0, 2));
     assert_eq!(index(&db), second);
-    // Each file's vector and its postings agree.
+    // Each file's vector and its postings agree, and each term's kept
+    // document frequency is its postings' count.
     let c = rusqlite::Connection::open(&db).unwrap();
     let (vectors, postings): (i64, i64) = c
         .query_row(
-            "SELECT (SELECT sum(length(vector) - length(replace(vector, ':', ''))) FROM code_term_docs),
+            "SELECT (SELECT sum(length(vector) - length(replace(vector, ':', ''))) FROM code_term_vectors),
                     (SELECT count(*) FROM code_terms)",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
     assert_eq!(vectors, postings);
+    let wrong: i64 = c
+        .query_row(
+            "SELECT count(*) FROM (SELECT term, count(*) AS n FROM code_terms GROUP BY term) p
+             FULL JOIN code_term_stats s USING (term) WHERE p.n IS NOT s.df",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(wrong, 0, "kept document frequencies differ from the postings");
     assert_eq!(store.check().unwrap(), []);
 }
 

@@ -72,6 +72,7 @@ pub(crate) fn lock(tx: &WriteTx<'_>) -> Result<i64> {
 /// Marks the graph changed by `tx` with a change that leaves the code
 /// relations' resolution as it was (the history's links): a graph that
 /// `ingest` resolved stays resolved. Returns the new generation.
+#[cfg(feature = "ingest")]
 pub(crate) fn bump_resolved(tx: &WriteTx<'_>, from: i64) -> Result<i64> {
     tx.execute(
         "UPDATE graph_state SET resolved = CASE WHEN resolved = generation THEN generation + 1 ELSE resolved END,
@@ -353,22 +354,22 @@ pub(crate) fn uris(conn: &Conn, keys: &[NodeKey]) -> Result<Vec<String>> {
     in_order(slots, keys)
 }
 
-/// Edges between the nodes of `files` and nodes of other files, both ways,
-/// of one relation (`?2`) or of the code's own (every relation but
-/// `contains` and `co_changed`, `?2` NULL): one query each way, over the
-/// resource index.
-pub(crate) const FILE_LINKS_OUT: &str =
-    "SELECT s.resource_uri, e.source_id, t.resource_uri, e.target_id, e.relation, e.weight
+/// The edges between the nodes of `files` and nodes of other files, summed
+/// by pair of files, of one relation (`?2`) or of the code's own (every
+/// relation but `contains` and `co_changed`, `?2` NULL): one query each
+/// way, over the resource index.
+pub(crate) const FILE_LINKS_OUT: &str = "SELECT s.resource_uri, t.resource_uri, sum(coalesce(e.weight, 1.0))
      FROM uko_nodes s JOIN uko_edges e ON e.source_id = s.node_id JOIN uko_nodes t ON t.node_id = e.target_id
      WHERE s.resource_uri IN rarray(?1)
        AND (e.relation = ?2 OR (?2 IS NULL AND e.relation NOT IN ('contains', 'co_changed')))
-       AND t.resource_uri IS NOT NULL AND t.resource_uri <> s.resource_uri";
-pub(crate) const FILE_LINKS_IN: &str =
-    "SELECT t.resource_uri, e.target_id, s.resource_uri, e.source_id, e.relation, e.weight
+       AND t.resource_uri IS NOT NULL AND t.resource_uri <> s.resource_uri
+     GROUP BY s.resource_uri, t.resource_uri";
+pub(crate) const FILE_LINKS_IN: &str = "SELECT t.resource_uri, s.resource_uri, sum(coalesce(e.weight, 1.0))
      FROM uko_nodes t JOIN uko_edges e ON e.target_id = t.node_id JOIN uko_nodes s ON s.node_id = e.source_id
      WHERE t.resource_uri IN rarray(?1)
        AND (e.relation = ?2 OR (?2 IS NULL AND e.relation NOT IN ('contains', 'co_changed')))
-       AND s.resource_uri IS NOT NULL AND s.resource_uri <> t.resource_uri";
+       AND s.resource_uri IS NOT NULL AND s.resource_uri <> t.resource_uri
+     GROUP BY t.resource_uri, s.resource_uri";
 
 pub(crate) fn file_links(conn: &Conn, files: &[String], relation: Option<&str>) -> Result<Vec<FileLink>> {
     let mut out = Vec::new();
@@ -376,12 +377,9 @@ pub(crate) fn file_links(conn: &Conn, files: &[String], relation: Option<&str>) 
         conn.for_each(sql, vals![files, relation], |r| {
             out.push(FileLink {
                 file: r.string(0)?,
-                node: r.i64(1)?,
-                other_file: r.string(2)?,
-                other: r.i64(3)?,
-                relation: r.string(4)?,
-                weight: r.opt_f64(5)?.unwrap_or(1.0),
+                other_file: r.string(1)?,
                 outgoing,
+                weight: r.opt_f64(2)?.unwrap_or(0.0),
             });
             Ok(())
         })?;
@@ -530,7 +528,7 @@ pub(crate) mod code {
             tx: &WriteTx<'_>,
             node: &UkoNode,
             fresh: bool,
-            keys: &mut HashMap<String, NodeKey>,
+            keys: &mut rustc_hash::FxHashMap<String, NodeKey>,
         ) -> Result<()> {
             checked(tx, node)?;
             let values = vals![&node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri];
@@ -554,13 +552,13 @@ pub(crate) mod code {
             source: &str,
             relation: &str,
             target: &str,
-            keys: &mut HashMap<String, NodeKey>,
+            keys: &mut rustc_hash::FxHashMap<String, NodeKey>,
         ) -> Result<()> {
             let (s, t) = (self.key(source, keys)?, self.key(target, keys)?);
             self.edge.execute(vals![s, t, relation]).map(drop)
         }
 
-        fn key(&mut self, uri: &str, keys: &mut HashMap<String, NodeKey>) -> Result<NodeKey> {
+        fn key(&mut self, uri: &str, keys: &mut rustc_hash::FxHashMap<String, NodeKey>) -> Result<NodeKey> {
             if let Some(&k) = keys.get(uri) {
                 return Ok(k);
             }

@@ -32,19 +32,23 @@
 //! work: the graph is marked resolved (`graph_state.resolved`) only by the
 //! transaction that completes a plan.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
+
+// Keyed by URIs, hundreds of thousands of them: a fast hash, not SipHash.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::error::{Error, Result};
 use crate::ingest::lexical;
 use crate::ingest::resolve::{resolve, CodeEdge, CodeNode};
 use crate::ingest::walk::{parse_all, walk, Found};
-use crate::ingest::{FileGraph, IngestOptions, IngestReport, Reference, Root, SkippedFile};
+use crate::ingest::{FileGraph, IngestOptions, IngestReport, Root, SkippedFile};
 use crate::store::engine::{Conn, WriteTx, NUL_REASON};
 use crate::store::tables::{graph, lexical as terms_table, references};
 use crate::store::workflows::import::{FIRST_LOAD_BATCH, FIRST_LOAD_HOLD, MAX_HOLD};
-use crate::uko::{NodeKey, UkoNode};
+use crate::uko::NodeKey;
 
 /// The most rows (nodes, views, references, edges) one transaction writes.
 pub const BOUND: usize = 4096;
@@ -88,10 +92,11 @@ fn read(conn: &Conn, full: impl FnOnce(&Snapshot) -> bool) -> Result<Snapshot> {
     let (generation, resolved) = graph::code::state(&tx)?;
     let files = graph::code::files(&tx)?;
     let indexed = terms_table::versions(&tx)?;
+    let (files, indexed) = (files.into_iter().collect(), indexed.into_iter().collect());
     let mut snapshot = Snapshot { generation, resolved: resolved == generation, files, indexed, graph: None };
     if full(&snapshot) {
-        let mut code = HashMap::new();
-        let mut other = HashSet::new();
+        let mut code = HashMap::default();
+        let mut other = HashSet::default();
         for (uri, domain, kind, version, file) in graph::code::nodes(&tx)? {
             match file {
                 Some(file) if domain == crate::ingest::DOMAIN => {
@@ -102,7 +107,7 @@ fn read(conn: &Conn, full: impl FnOnce(&Snapshot) -> bool) -> Result<Snapshot> {
                 }
             }
         }
-        let mut by_file: HashMap<String, Vec<(String, String, String)>> = HashMap::new();
+        let mut by_file: HashMap<String, Vec<(String, String, String)>> = HashMap::default();
         for (file, from, relation, name) in references::all(&tx)? {
             by_file.entry(file).or_default().push((from, relation, name));
         }
@@ -118,8 +123,8 @@ struct PlannedNode {
     file: String,
     kind: String,
     version: Option<String>,
-    /// The node to write, when the plan changes it.
-    write: Option<UkoNode>,
+    /// The node to write, when the plan changes it: a node of a parsed file.
+    write: Option<(Arc<FileGraph>, usize)>,
 }
 
 /// The changes of one file: net node removals and writes, its references.
@@ -127,10 +132,11 @@ struct PlannedNode {
 struct FileChange {
     file: String,
     remove: Vec<String>,
-    /// Nodes to write, each with whether it is new (no node of its URI is stored).
-    upsert: Vec<(UkoNode, bool)>,
-    /// Its references from now on (all of them replaced).
-    references: Vec<Reference>,
+    /// Nodes to write (a node of a parsed file), each with whether it is
+    /// new (no node of its URI is stored).
+    upsert: Vec<(Arc<FileGraph>, usize, bool)>,
+    /// Its references from now on (all of them replaced): the parsed file's.
+    references: Option<Arc<FileGraph>>,
     added: u64,
     changed: u64,
     removed: u64,
@@ -167,8 +173,8 @@ struct Planner<'s> {
     nodes: HashMap<String, PlannedNode>,
     /// URIs each file owns.
     owned: HashMap<String, HashSet<String>>,
-    /// References each synced file has from now on.
-    references: HashMap<String, Vec<Reference>>,
+    /// Each synced file as parsed: its references from now on.
+    references: HashMap<String, Arc<FileGraph>>,
     /// Per synced file, in order: its counts and the URIs it dropped.
     synced: Vec<FileChange>,
     at: HashMap<String, usize>,
@@ -176,7 +182,7 @@ struct Planner<'s> {
 
 impl<'s> Planner<'s> {
     fn new(stored: &'s StoredGraph) -> Self {
-        let mut owned: HashMap<String, HashSet<String>> = HashMap::new();
+        let mut owned: HashMap<String, HashSet<String>> = HashMap::default();
         let nodes = stored
             .code
             .iter()
@@ -187,7 +193,7 @@ impl<'s> Planner<'s> {
                 (uri.clone(), planned)
             })
             .collect();
-        Planner { stored, nodes, owned, references: HashMap::new(), synced: Vec::new(), at: HashMap::new() }
+        Planner { stored, nodes, owned, references: HashMap::default(), synced: Vec::new(), at: HashMap::default() }
     }
 
     fn change(&mut self, file: &str) -> &mut FileChange {
@@ -199,7 +205,7 @@ impl<'s> Planner<'s> {
     }
 
     /// Replaces `file`'s nodes and references with `graph`'s.
-    fn sync(&mut self, file: &str, graph: &FileGraph) {
+    fn sync(&mut self, file: &str, graph: &Arc<FileGraph>) {
         let fresh: HashSet<&str> = graph.nodes.iter().map(|n| n.uri.as_str()).collect();
         let mine: Vec<String> =
             self.owned.get(file).into_iter().flatten().filter(|u| !fresh.contains(u.as_str())).cloned().collect();
@@ -210,7 +216,7 @@ impl<'s> Planner<'s> {
             change.removed += 1;
             change.remove.push(uri);
         }
-        for node in &graph.nodes {
+        for (at, node) in graph.nodes.iter().enumerate() {
             let (added, changed) = match self.nodes.get(&node.uri) {
                 Some(n) if n.file == file && n.version == node.version => continue,
                 Some(n) if n.file == file => (0, 1),
@@ -229,21 +235,23 @@ impl<'s> Planner<'s> {
                     file: file.to_owned(),
                     kind: node.kind.clone(),
                     version: node.version.clone(),
-                    write: Some(node.clone()),
+                    write: Some((graph.clone(), at)),
                 },
             );
             let change = self.change(file);
             change.added += added;
             change.changed += changed;
         }
-        self.references.insert(file.to_owned(), graph.references.clone());
+        self.references.insert(file.to_owned(), graph.clone());
         self.change(file);
     }
 
     /// The `contains` names of `file`'s references (from now on).
     fn claims(&self, file: &str) -> Vec<String> {
         match self.references.get(file) {
-            Some(refs) => refs.iter().filter(|r| r.relation == "contains").map(|r| r.name.clone()).collect(),
+            Some(graph) => {
+                graph.references.iter().filter(|r| r.relation == "contains").map(|r| r.name.clone()).collect()
+            }
             None => self
                 .stored
                 .references
@@ -273,7 +281,7 @@ impl<'s> Planner<'s> {
             change.remove.retain(|u| !self.nodes.contains_key(u));
         }
         // Net writes, each with the file that owns the node in the end.
-        let mut writes: HashMap<String, Vec<UkoNode>> = HashMap::new();
+        let mut writes: HashMap<String, Vec<(Arc<FileGraph>, usize)>> = HashMap::default();
         for n in self.nodes.values_mut() {
             if let Some(node) = n.write.take() {
                 writes.entry(n.file.clone()).or_default().push(node);
@@ -282,9 +290,15 @@ impl<'s> Planner<'s> {
         let stored = |uri: &str| self.stored.code.contains_key(uri) || self.stored.other.contains(uri);
         for change in &mut self.synced {
             let mut nodes = writes.remove(&change.file).unwrap_or_default();
-            nodes.sort_by(|a, b| a.uri.cmp(&b.uri));
-            change.upsert = nodes.into_iter().map(|n| (!stored(&n.uri), n)).map(|(fresh, n)| (n, fresh)).collect();
-            change.references = self.references.remove(&change.file).unwrap_or_default();
+            nodes.sort_by(|(a, i), (b, j)| a.nodes[*i].uri.cmp(&b.nodes[*j].uri));
+            change.upsert = nodes
+                .into_iter()
+                .map(|(graph, at)| {
+                    let fresh = !stored(&graph.nodes[at].uri);
+                    (graph, at, fresh)
+                })
+                .collect();
+            change.references = self.references.remove(&change.file);
         }
         let nodes: HashMap<String, CodeNode> = self
             .nodes
@@ -296,7 +310,10 @@ impl<'s> Planner<'s> {
                 refs.iter().map(move |(f, r, n)| (file.as_str(), f.as_str(), r.as_str(), n.as_str()))
             });
         let synced_refs = self.synced.iter().flat_map(|c| {
-            c.references.iter().map(move |r| (c.file.as_str(), r.from.as_str(), r.relation, r.name.as_str()))
+            c.references
+                .iter()
+                .flat_map(|g| g.references.iter())
+                .map(move |r| (c.file.as_str(), r.from.as_str(), r.relation, r.name.as_str()))
         });
         let wanted = resolve(&nodes, stored_refs.chain(synced_refs));
         // Edges whose end goes with its node are removed with it, not counted here.
@@ -314,14 +331,14 @@ impl<'s> Planner<'s> {
 }
 
 /// Files parsed so far, by URI, with the version they were parsed at.
-type Parsed = HashMap<String, (String, FileGraph)>;
+type Parsed = HashMap<String, (String, Arc<FileGraph>)>;
 
 /// Parses those of `files` not parsed yet at their version (on every core).
 fn parse_missing(root: &Root, files: &[&Found], parsed: &mut Parsed) {
     let missing: Vec<&Found> =
         files.iter().copied().filter(|f| parsed.get(&f.uri).is_none_or(|(v, _)| *v != f.version)).collect();
     for (f, graph) in missing.iter().zip(parse_all(root, &missing)) {
-        parsed.insert(f.uri.clone(), (f.version.clone(), graph));
+        parsed.insert(f.uri.clone(), (f.version.clone(), Arc::new(graph)));
     }
 }
 
@@ -393,8 +410,8 @@ pub(crate) fn ingest(conn: &Conn, root: &Path, options: IngestOptions, first_loa
         present.contains(uri)
             || skipped.iter().any(|s| uri == s || (uri.starts_with(s.as_str()) && uri[s.len()..].starts_with('/')))
     };
-    let mut parsed = Parsed::new();
-    let mut lexed = Lexed::new();
+    let mut parsed = Parsed::default();
+    let mut lexed = Lexed::default();
     let (mut first, mut done) = (true, false);
     for _ in 0..ROUNDS {
         let changed = |snapshot: &Snapshot| -> (Vec<&Found>, Vec<String>) {
@@ -440,13 +457,14 @@ pub(crate) fn ingest(conn: &Conn, root: &Path, options: IngestOptions, first_loa
         for f in &changed {
             planner.sync(&f.uri, &parsed[&f.uri].1);
         }
+        let nothing = Arc::new(FileGraph::default());
         for uri in &gone {
-            planner.sync(uri, &FileGraph::default());
+            planner.sync(uri, &nothing);
         }
         // A URI two files define belongs to the one synced last; when that
         // one drops it, the other claims it again.
         let all: Vec<&Found> = found.iter().collect();
-        let mut reclaimed = HashSet::new();
+        let mut reclaimed = HashSet::default();
         loop {
             let orphans: Vec<&Found> = planner
                 .orphaned(&all)
@@ -503,7 +521,9 @@ impl Step<'_> {
     /// The rows it writes, for the transaction's bound.
     fn rows(&self) -> usize {
         match self {
-            Step::File(c) => c.remove.len() + 1 + c.upsert.iter().map(|(n, _)| 2 + n.views.len()).sum::<usize>() + 1,
+            Step::File(c) => {
+                c.remove.len() + 2 + c.upsert.iter().map(|(g, i, _)| 2 + g.nodes[*i].views.len()).sum::<usize>()
+            }
             Step::Terms(files) => files.iter().map(TermChange::rows).sum(),
             Step::RemoveEdges(e) | Step::AddEdges(e) => e.len(),
         }
@@ -538,7 +558,7 @@ fn apply(
     let bulk = conn.bulk(first_load);
     let mut steps = steps.into_iter().peekable();
     // The key of each node written (or looked up) so far: keys stay as they are.
-    let mut keys: HashMap<String, NodeKey> = HashMap::new();
+    let mut keys: HashMap<String, NodeKey> = HashMap::default();
     loop {
         let tx = bulk.begin()?;
         if graph::lock(&tx)? != generation {
@@ -582,13 +602,16 @@ fn write(
             for uri in &c.remove {
                 keys.remove(uri);
             }
-            for (node, fresh) in &c.upsert {
-                writer.node(tx, node, *fresh, keys)?;
+            for (graph, at, fresh) in &c.upsert {
+                writer.node(tx, &graph.nodes[*at], *fresh, keys)?;
             }
             references::set_file(
                 tx,
                 &c.file,
-                c.references.iter().map(|r| (r.from.as_str(), r.relation, r.name.as_str())),
+                c.references
+                    .iter()
+                    .flat_map(|g| g.references.iter())
+                    .map(|r| (r.from.as_str(), r.relation, r.name.as_str())),
             )?;
             report.nodes_added += c.added;
             report.nodes_changed += c.changed;
