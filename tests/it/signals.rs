@@ -129,6 +129,35 @@ fn the_history_links_files_that_change_together_and_is_read_on_from_where_it_sto
 }
 
 #[test]
+fn a_copy_keeps_the_words_and_the_history_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    commit(&repo, &[("a.py", &py("alpha_total", 0)), ("b.py", &py("beta_total", 0))]);
+    commit(&repo, &[("a.py", &py("alpha_total", 1)), ("b.py", &py("beta_total", 1))]);
+    let (src, dst) = (dir.path().join("src.db"), dir.path().join("dst.db"));
+    let mut store = Store::open(&src).unwrap();
+    store.ingest(&repo, IngestOptions::default()).unwrap();
+    let mut copy = Store::open(&dst).unwrap();
+    let report = store.copy_into(&mut copy, |_| {}).unwrap();
+    assert_eq!(report.term_documents, 2);
+    assert_eq!(index(&dst), index(&src));
+    assert_eq!(links(&dst), links(&src));
+    // The copy reads on from the source's last commit and indexes nothing again.
+    let again = copy.ingest(&repo, IngestOptions::default()).unwrap();
+    assert!(again.is_unchanged(), "{again:?}");
+    assert_eq!((again.indexed, again.history.commits, again.history.restarted), (0, 0, false));
+    commit(&repo, &[("a.py", &py("alpha_total", 2)), ("b.py", &py("beta_total", 2))]);
+    let (ours, theirs) =
+        (store.ingest(&repo, IngestOptions::default()).unwrap(), copy.ingest(&repo, IngestOptions::default()).unwrap());
+    assert_eq!((theirs.history.commits, theirs.indexed), (ours.history.commits, ours.indexed));
+    assert_eq!(links(&dst), links(&src));
+    assert_eq!(index(&dst), index(&src));
+    assert_eq!(copy.check().unwrap(), []);
+}
+
+#[test]
 fn no_git_a_shallow_clone_and_no_history_asked_for() {
     let dir = tempfile::tempdir().unwrap();
     // A tree outside any repository.

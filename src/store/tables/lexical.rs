@@ -7,9 +7,7 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-#[cfg(feature = "ingest")]
-use crate::store::engine::WriteTx;
-use crate::store::engine::{vals, Conn};
+use crate::store::engine::{vals, Conn, WriteTx};
 
 /// Each indexed file's version: the version its terms were read from.
 #[cfg(feature = "ingest")]
@@ -21,7 +19,6 @@ pub(crate) fn versions(conn: &Conn) -> Result<HashMap<String, String>> {
 }
 
 /// A file's terms as its row holds them: `term:count` separated by spaces.
-#[cfg(feature = "ingest")]
 fn vector(terms: &[(String, u32)]) -> String {
     let mut out = String::with_capacity(terms.iter().map(|(t, _)| t.len() + 4).sum());
     for (term, n) in terms {
@@ -52,13 +49,11 @@ fn parse_vector(file: &str, text: &str) -> Result<Vec<(String, u32)>> {
 
 /// A file to index: its URI, its version, and its terms (sorted, distinct),
 /// or `None` to drop it from the index.
-#[cfg(feature = "ingest")]
 pub(crate) type FileTerms<'a> = (&'a str, &'a str, Option<&'a [(String, u32)]>);
 
 /// Indexes each file of `files` at its version: its row replaced, its old postings
 /// removed, and the new ones inserted in term order (a first load into an
 /// empty index then appends to the postings' tree).
-#[cfg(feature = "ingest")]
 pub(crate) fn index_files(tx: &WriteTx<'_>, files: &[FileTerms<'_>]) -> Result<()> {
     let mut find = tx.prepare(
         "SELECT d.doc_id, v.vector FROM code_term_docs d JOIN code_term_vectors v USING (doc_id)
@@ -130,6 +125,40 @@ pub(crate) fn index_files(tx: &WriteTx<'_>, files: &[FileTerms<'_>]) -> Result<(
     }
     Ok(())
 }
+
+/// Calls `each` with every indexed file's URI, version and terms, a page of
+/// [`PAGE`] files at a time (a copy indexes them again, page by page).
+pub(crate) fn for_each_document(
+    conn: &Conn,
+    mut each: impl FnMut(Vec<(String, String, Vec<(String, u32)>)>) -> Result<()>,
+) -> Result<()> {
+    let mut after = String::new();
+    loop {
+        let page = conn.query_vec(
+            "SELECT d.resource_uri, d.version, v.vector FROM code_term_docs d JOIN code_term_vectors v USING (doc_id)
+             WHERE d.resource_uri > ?1 ORDER BY d.resource_uri LIMIT ?2",
+            vals![after.as_str(), PAGE as i64],
+            |r| Ok((r.string(0)?, r.string(1)?, r.string(2)?)),
+        )?;
+        let Some((last, _, _)) = page.last() else { return Ok(()) };
+        after = last.clone();
+        let full = page.len() == PAGE;
+        let docs = page
+            .into_iter()
+            .map(|(file, version, text)| {
+                let terms = parse_vector(&file, &text)?;
+                Ok((file, version, terms))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        each(docs)?;
+        if !full {
+            return Ok(());
+        }
+    }
+}
+
+/// The files [`for_each_document`] reads at a time.
+pub(crate) const PAGE: usize = 1024;
 
 /// The indexed files' count and mean length in terms.
 pub(crate) fn corpus(conn: &Conn) -> Result<(u64, f64)> {

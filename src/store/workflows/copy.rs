@@ -23,7 +23,7 @@ use crate::store::tables::decisions::{
 };
 use crate::store::tables::ledger::Ledger;
 use crate::store::tables::rows::PreparedRow;
-use crate::store::tables::{graph, references};
+use crate::store::tables::{graph, history, lexical, references};
 use crate::uko::{UkoEdge, UkoNode};
 
 /// What [`crate::Store::copy_into`] wrote.
@@ -35,6 +35,8 @@ pub struct CopyReport {
     pub edges: u64,
     /// Unresolved references kept by `ingest` (so a later ingest resolves as the source's would).
     pub code_references: u64,
+    /// Files of the lexical index (the words `ingest` read from each file).
+    pub term_documents: u64,
     /// The digest both stores have, `store:N:HEX`.
     pub digest: String,
 }
@@ -149,6 +151,18 @@ fn copy_log_and_graph(
                 chunk.iter().map(|(f, from, r, n)| (f.as_str(), from.as_str(), r.as_str(), n.as_str())),
             )
         })?;
+    }
+    // The lexical index, and how far the history was read: without them
+    // the copy would rank context without its words until the next ingest,
+    // which would also read the whole history again.
+    lexical::for_each_document(src, |docs| {
+        report.term_documents += docs.len() as u64;
+        let files: Vec<lexical::FileTerms<'_>> =
+            docs.iter().map(|(f, v, t)| (f.as_str(), v.as_str(), Some(t.as_slice()))).collect();
+        in_graph_tx(&bulk, |tx| lexical::index_files(tx, &files))
+    })?;
+    if let Some(state) = history::state(src)? {
+        in_graph_tx(&bulk, |tx| history::set_state(tx, &state))?;
     }
     drop(bulk);
 
