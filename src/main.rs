@@ -7,6 +7,7 @@
 
 mod cli;
 mod mcp;
+mod web;
 
 // The commands allocate and free many small strings (decoded decisions,
 // JSON); mimalloc does that markedly faster than glibc's malloc.

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use decision_store::hash;
 use decision_store::store::{Anchor, AnchorScope, Problem};
-use decision_store::{Decision, DecisionId, DecisionTree, Phase, TreeView, ViewNode};
+use decision_store::{Decision, DecisionId, DecisionTree, Phase, Store, TreeView, ViewNode};
 use serde::Serialize;
 
 use decision_store::time::utc_ms as time;
@@ -101,20 +101,21 @@ pub fn info(db: &Path, format: Format) -> CmdResult {
     Ok(0)
 }
 
+/// One row of `dstore plans --format json` (and of the web view's `/api/plans`).
 #[derive(Serialize)]
-struct PlanRow {
-    plan_id: String,
-    decisions: u64,
-    max_depth: u64,
-    corrections: u64,
-    superseded: u64,
-    first: String,
-    last: String,
+pub struct PlanRow {
+    pub plan_id: String,
+    pub decisions: u64,
+    pub max_depth: u64,
+    pub corrections: u64,
+    pub superseded: u64,
+    pub first: String,
+    pub last: String,
 }
 
-pub fn plans(db: &Path, format: Format) -> CmdResult {
-    let store = open_read(db)?;
-    let rows: Vec<PlanRow> = store
+/// Every plan's row, as `dstore plans` shows them.
+pub fn plan_rows(store: &Store) -> Result<Vec<PlanRow>, Failure> {
+    Ok(store
         .plans()?
         .into_iter()
         .map(|p| PlanRow {
@@ -126,7 +127,12 @@ pub fn plans(db: &Path, format: Format) -> CmdResult {
             first: time(p.first_ms),
             last: time(p.last_ms),
         })
-        .collect();
+        .collect())
+}
+
+pub fn plans(db: &Path, format: Format) -> CmdResult {
+    let store = open_read(db)?;
+    let rows = plan_rows(&store)?;
     if format == Format::Json {
         print_json(&rows)?;
         return Ok(0);
@@ -157,14 +163,29 @@ fn label(d: &Decision) -> String {
     format!("{} #{}", d.decision_type(), d.sequence())
 }
 
+/// `dstore show --format json` (and the web view's `/api/decision/ID`).
 #[derive(Serialize)]
-struct ShowReport {
-    decision: serde_json::Value,
-    parent: Option<String>,
-    children: Vec<String>,
-    correction_chain: Vec<String>,
-    superseded_by_chain: Vec<String>,
-    effective: String,
+pub struct ShowReport {
+    pub decision: serde_json::Value,
+    pub parent: Option<String>,
+    pub children: Vec<String>,
+    pub correction_chain: Vec<String>,
+    pub superseded_by_chain: Vec<String>,
+    pub effective: String,
+}
+
+/// The report of decision `id` of `tree` (its plan's, from `Store::tree_of`).
+pub fn show_report(tree: &DecisionTree, id: DecisionId) -> Option<ShowReport> {
+    let d = tree.get(id)?;
+    let standing = tree.standing(id).unwrap_or(d);
+    Some(ShowReport {
+        decision: d.to_json_value(),
+        parent: d.parent_decision_id().map(|p| p.to_string()),
+        children: ids(tree.children(id)),
+        correction_chain: ids(tree.correction_chain(id)),
+        superseded_by_chain: ids(tree.supersession_path(id)),
+        effective: standing.decision_id().to_string(),
+    })
 }
 
 pub fn show(db: &Path, id: &str, format: Format) -> CmdResult {
@@ -172,15 +193,7 @@ pub fn show(db: &Path, id: &str, format: Format) -> CmdResult {
     let store = open_read(db)?;
     let tree = store.tree_of(id)?;
     let d = tree.get(id).expect("tree_of holds the decision");
-    let standing = tree.standing(id).unwrap_or(d);
-    let report = ShowReport {
-        decision: d.to_json_value(),
-        parent: d.parent_decision_id().map(|p| p.to_string()),
-        children: ids(tree.children(id)),
-        correction_chain: ids(tree.correction_chain(id)),
-        superseded_by_chain: ids(tree.supersession_path(id)),
-        effective: standing.decision_id().to_string(),
-    };
+    let report = show_report(&tree, id).expect("tree_of holds the decision");
     if format == Format::Json {
         print_json(&report)?;
         return Ok(0);
@@ -345,7 +358,7 @@ fn text_tree(tree: &DecisionTree, view: &TreeView<'_>, out: &mut impl Write) -> 
 
 /// The nested JSON document, streamed: each node on its own line, opened
 /// before its children and closed after them, with no recursion.
-fn json_tree(tree: &DecisionTree, plan: &str, view: &TreeView<'_>, out: &mut impl Write) -> io::Result<()> {
+pub fn json_tree(tree: &DecisionTree, plan: &str, view: &TreeView<'_>, out: &mut impl Write) -> io::Result<()> {
     write!(out, "{{\"plan_id\":\"{plan}\",\"roots\":[")?;
     let mut head = Vec::with_capacity(512);
     const SPACES: &[u8] = &[b' '; 2 * (MAX_INDENT + 1)];

@@ -2,10 +2,10 @@
 
 mod demo;
 mod exchange;
-mod inspect;
+pub mod inspect;
 mod project;
-mod render;
-mod review;
+pub mod render;
+pub mod review;
 
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
@@ -220,6 +220,9 @@ enum Command {
     /// Serve the store to many agents over the Model Context Protocol
     /// (Streamable HTTP at /mcp) until SIGTERM or Ctrl-C.
     Serve(crate::mcp::http::ServeArgs),
+    /// Serve the web view of a store, opened read-only, until SIGTERM or
+    /// Ctrl-C: plans, decisions, history, staleness, calibration, context.
+    Ui(crate::mcp::http::UiArgs),
 }
 
 /// A failed command: its message and exit status.
@@ -287,6 +290,7 @@ pub fn run(cli: Cli) -> CmdResult {
         Command::ChildContext(args) => project::child_context(&args),
         Command::Mcp { store, read_only } => crate::mcp::stdio(&store, read_only),
         Command::Serve(args) => crate::mcp::http::serve(&args),
+        Command::Ui(args) => crate::mcp::http::serve(&args.into()),
         Command::Schema => {
             print_text(SCHEMA)?;
             Ok(0)

@@ -250,7 +250,7 @@ fn text(c: &Calibration) -> String {
 /// The reliability diagram as SVG: a bar per non-empty bin up to its share
 /// held, a point at (mean confidence, share held), the diagonal of perfect
 /// calibration, and each bin's count above its bar.
-fn svg(c: &Calibration) -> Result<String, Box<dyn std::error::Error>> {
+pub fn svg(c: &Calibration) -> Result<String, Box<dyn std::error::Error>> {
     use plotters::prelude::*;
     let m = &c.overall;
     let mut out = String::new();

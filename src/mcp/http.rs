@@ -44,6 +44,29 @@ pub struct ServeArgs {
     /// Serve the read tools only.
     #[arg(long)]
     read_only: bool,
+    /// Serve the web view alone, without the MCP endpoint.
+    #[arg(long)]
+    ui_only: bool,
+}
+
+/// `dstore ui`: the web view of a store opened read-only, nothing else.
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    /// The store: a path or a postgres:// URL.
+    store: PathBuf,
+    /// Address and port to listen on (port 0: any free one, printed at start).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7411")]
+    listen: String,
+    /// A file whose text every request must carry (as a bearer token, or
+    /// once as `?token=`, after which the browser keeps it in a cookie); or set DSTORE_TOKEN.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+}
+
+impl From<UiArgs> for ServeArgs {
+    fn from(a: UiArgs) -> Self {
+        ServeArgs { store: a.store, listen: a.listen, token_file: a.token_file, read_only: true, ui_only: true }
+    }
 }
 
 /// The token from `--token-file` or `DSTORE_TOKEN`, if any.
@@ -75,6 +98,7 @@ pub fn serve(a: &ServeArgs) -> CmdResult {
     }
     let stores = Arc::new(Stores::open(&a.store, a.read_only)?);
     let server = Server::new(stores.clone());
+    let web_stores = stores.clone();
     let rt = runtime()?;
     let served = rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -89,17 +113,28 @@ pub fn serve(a: &ServeArgs) -> CmdResult {
             // Reached by any name; the token guards it.
             config = config.disable_allowed_hosts();
         }
-        let service =
-            StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
-        let app = axum::Router::new()
-            .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn_with_state(Arc::new(token.clone()), guard));
-        eprintln!(
-            "dstore serve: {} at http://{bound}/mcp ({}{})",
-            a.store.display(),
-            if a.read_only { "read-only" } else { "read-write" },
-            if token.is_some() { ", token required" } else { "" }
-        );
+        let mut app = crate::web::routes(web_stores);
+        if !a.ui_only {
+            let service = StreamableHttpService::new(
+                move || Ok(server.clone()),
+                Arc::new(LocalSessionManager::default()),
+                config,
+            );
+            app = app.nest_service("/mcp", service);
+            eprintln!(
+                "dstore serve: {} at http://{bound}/mcp ({}{})",
+                a.store.display(),
+                if a.read_only { "read-only" } else { "read-write" },
+                if token.is_some() { ", token required" } else { "" }
+            );
+        }
+        let gate = Gate { token: token.clone(), loopback_hosts: addr.ip().is_loopback(), mcp: !a.ui_only };
+        let app = app.layer(axum::middleware::from_fn_with_state(Arc::new(gate), guard));
+        let web = match &token {
+            Some(t) => format!("http://{bound}/?token={t}"),
+            None => format!("http://{bound}/"),
+        };
+        eprintln!("dstore serve: the web view of {} (read-only): open {web}", a.store.display());
         axum::serve(listener, app)
             .with_graceful_shutdown(stop_signal())
             .await
@@ -128,13 +163,61 @@ async fn stop_signal() {
     }
 }
 
-/// The token and Origin rules, before anything else sees the request.
-async fn guard(State(token): State<Arc<Option<String>>>, request: Request, next: Next) -> Response {
-    if let Some(token) = token.as_deref() {
-        let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let ok =
-            given.and_then(|v| v.strip_prefix("Bearer ")).is_some_and(|g| same(g.trim().as_bytes(), token.as_bytes()));
+/// The cookie that keeps the token in a browser, once a page was opened with `?token=`.
+const COOKIE: &str = "dstore_token";
+
+/// What the guard checks.
+struct Gate {
+    token: Option<String>,
+    /// Listening on loopback: a request must name a loopback host (a page
+    /// of another site whose name was rebound to 127.0.0.1 names its own).
+    loopback_hosts: bool,
+    /// `/mcp` is served (not `--ui-only`).
+    mcp: bool,
+}
+
+/// The token, Host and Origin rules, before anything else sees the request.
+async fn guard(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    if gate.loopback_hosts {
+        let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
+        if !host.is_some_and(|h| is_loopback_origin(&format!("http://{h}"))) {
+            return (StatusCode::FORBIDDEN, "the Host must be a loopback name (localhost, 127.0.0.1, [::1])\n")
+                .into_response();
+        }
+    }
+    if let Some(token) = gate.token.as_deref() {
+        let headers = request.headers();
+        let bearer =
+            headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        let cookie = headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .find_map(|c| c.trim().strip_prefix(COOKIE).and_then(|c| c.strip_prefix('=')));
+        let ok = [bearer, cookie].into_iter().flatten().any(|g| same(g.trim().as_bytes(), token.as_bytes()));
         if !ok {
+            // A page opened with the token once (the URL printed at start):
+            // the token goes into a cookie, and out of the address bar.
+            let given = request.uri().query().and_then(|q| crate::web::query_of(q, "token"));
+            if request.method() == axum::http::Method::GET
+                && given.as_deref().is_some_and(|g| same(g.as_bytes(), token.as_bytes()))
+            {
+                let rest: Vec<&str> = request
+                    .uri()
+                    .query()
+                    .unwrap_or("")
+                    .split('&')
+                    .filter(|p| !p.starts_with("token=") && !p.is_empty())
+                    .collect();
+                let to = if rest.is_empty() {
+                    request.uri().path().to_owned()
+                } else {
+                    format!("{}?{}", request.uri().path(), rest.join("&"))
+                };
+                let cookie = format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
+                return (StatusCode::SEE_OTHER, [(header::LOCATION, to), (header::SET_COOKIE, cookie)]).into_response();
+            }
             return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], "a bearer token is required\n")
                 .into_response();
         }
@@ -144,7 +227,7 @@ async fn guard(State(token): State<Arc<Option<String>>>, request: Request, next:
             return (StatusCode::FORBIDDEN, "requests from a page of another origin are refused\n").into_response();
         }
     }
-    if request.method() != axum::http::Method::POST {
+    if request.method() != axum::http::Method::POST || !(gate.mcp && request.uri().path().starts_with("/mcp")) {
         return next.run(request).await;
     }
     // Read the body here, within the limit, so that a body that is not

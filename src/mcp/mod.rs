@@ -9,7 +9,7 @@
 //! `Store::insert_next` reads the next inside the write); its reads go
 //! through a pool of read-only connections and run side by side.
 
-mod args;
+pub mod args;
 pub mod http;
 mod lines;
 mod tools;
@@ -98,7 +98,7 @@ impl Stores {
     }
 
     /// Runs `f` on a read-only connection of the pool (opening one when all are busy).
-    fn read<T>(&self, f: impl FnOnce(&Store) -> Outcome<T>) -> Outcome<T> {
+    pub fn read<T>(&self, f: impl FnOnce(&Store) -> Outcome<T>) -> Outcome<T> {
         let idle = self.readers.lock().unwrap_or_else(PoisonError::into_inner).pop();
         let store = match idle {
             Some(store) => store,

@@ -102,10 +102,10 @@ def decision_count(target) -> int:
 class Served:
     """A `dstore serve` process and the URL it printed."""
 
-    def __init__(self, db, *extra, env=None):
+    def __init__(self, db, *extra, env=None, command="serve"):
         self.lines: queue.Queue[str] = queue.Queue()
         self.proc = subprocess.Popen(
-            [binary(), "serve", str(db), "--listen", "127.0.0.1:0", *map(str, extra)],
+            [binary(), command, str(db), "--listen", "127.0.0.1:0", *map(str, extra)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -113,8 +113,10 @@ class Served:
         )
         threading.Thread(target=self._read, daemon=True).start()
         self.url = None
+        # The web view's address, printed last (with ?token= when a token is set).
+        self.web = None
         deadline = time.monotonic() + 60
-        while self.url is None:
+        while self.web is None:
             left = deadline - time.monotonic()
             if left <= 0 or self.proc.poll() is not None:
                 raise AssertionError(f"dstore serve did not start: {self.stderr()}")
@@ -125,6 +127,9 @@ class Served:
             m = re.search(r"at (http://\S+/mcp)", line)
             if m:
                 self.url = m.group(1)
+            m = re.search(r"open (http://\S+)", line)
+            if m:
+                self.web = m.group(1)
 
     def _read(self):
         for line in self.proc.stderr:
@@ -146,8 +151,8 @@ class Served:
 def serve():
     started = []
 
-    def start(db, *extra, env=None) -> Served:
-        s = Served(db, *extra, env=env)
+    def start(db, *extra, env=None, command="serve") -> Served:
+        s = Served(db, *extra, env=env, command=command)
         started.append(s)
         return s
 

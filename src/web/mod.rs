@@ -1,0 +1,255 @@
+//! The web view of `dstore serve` (and `dstore ui`): pages for a person
+//! and a JSON API under `/api/`, read-only by construction.
+//!
+//! Every route is a GET that reads through the server's pool of read-only
+//! connections; no route writes. The API's documents are the CLI's
+//! (`dstore plans`, `show`, `tree`, `stale`, `calibration` with `--format
+//! json`), built by the same functions, so the two cannot drift. Pages are
+//! HTML rendered here, readable without JavaScript; `/assets/app.js` adds
+//! search, keyboard navigation and the live update of an open plan.
+//!
+//! Stored text (options, rationales, metadata: agent output) is escaped
+//! wherever a page shows it, and every response carries a
+//! Content-Security-Policy that allows scripts and styles from this origin
+//! only (no inline script), so escaped text could not run even if it were
+//! not. The token and Origin rules are those of `/mcp` (`super::mcp::http`).
+
+mod pages;
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use decision_store::calibration::{CalibrationOptions, GroupBy};
+use decision_store::stale::StaleOptions;
+use decision_store::{DecisionId, PlanId};
+
+use crate::cli::inspect::{json_tree, plan_rows, show_report};
+use crate::mcp::args::{Outcome, Refusal};
+use crate::mcp::Stores;
+
+/// What every response of the web view carries.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// The routes of the web view over `stores`.
+pub fn routes(stores: Arc<Stores>) -> Router {
+    Router::new()
+        .route("/", get(pages::plans))
+        .route("/plan/{id}", get(pages::plan))
+        .route("/decision/{id}", get(pages::decision))
+        .route("/stale", get(pages::stale))
+        .route("/calibration", get(pages::calibration))
+        .route("/context", get(pages::context))
+        .route("/api/plans", get(api_plans))
+        .route("/api/plan/{id}/tree", get(api_tree))
+        .route("/api/plan/{id}/count", get(api_count))
+        .route("/api/decision/{id}", get(api_decision))
+        .route("/api/stale", get(api_stale))
+        .route("/api/calibration", get(api_calibration))
+        .route("/api/calibration.svg", get(api_calibration_svg))
+        .route("/assets/style.css", get(|| async { asset("text/css; charset=utf-8", include_str!("style.css")) }))
+        .route("/assets/app.js", get(|| async { asset("text/javascript; charset=utf-8", include_str!("app.js")) }))
+        .fallback(|| async { pages::not_found("no such page") })
+        .layer(axum::middleware::map_response(secure))
+        .with_state(stores)
+}
+
+/// The headers of every web response.
+async fn secure(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+fn asset(kind: &'static str, text: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, kind), (header::CACHE_CONTROL, "max-age=3600")], text).into_response()
+}
+
+/// Runs `f` on a read-only connection, off the async threads.
+async fn read<T: Send + 'static>(
+    stores: Arc<Stores>,
+    f: impl FnOnce(&decision_store::Store) -> Outcome<T> + Send + 'static,
+) -> Outcome<T> {
+    tokio::task::spawn_blocking(move || stores.read(f))
+        .await
+        .unwrap_or_else(|e| Err(Refusal(format!("internal error: {e}"))))
+}
+
+/// The value of `key` in the request's query string, percent-decoded.
+pub(crate) fn query(request: &Request, key: &str) -> Option<String> {
+    query_of(request.uri().query()?, key)
+}
+
+pub(crate) fn query_of(query: &str, key: &str) -> Option<String> {
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (decode(k) == key).then(|| decode(v))
+    })
+}
+
+/// `application/x-www-form-urlencoded` decoding (`+` is a space); bytes
+/// that do not make UTF-8 become U+FFFD.
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(h << 4 | l);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
+}
+
+fn json(status: StatusCode, body: Vec<u8>) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// A JSON document as `print_json` writes it: pretty, with a final newline.
+fn pretty<T: serde::Serialize>(value: &T) -> Response {
+    match serde_json::to_vec_pretty(value) {
+        Ok(mut body) => {
+            body.push(b'\n');
+            json(StatusCode::OK, body)
+        }
+        Err(e) => api_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+fn api_error(status: StatusCode, message: &str) -> Response {
+    json(status, serde_json::to_vec(&serde_json::json!({ "error": message })).unwrap_or_default())
+}
+
+/// A refusal as an API answer: 404 for what the store does not hold, 400 else.
+fn api_refusal(r: &Refusal) -> Response {
+    let status = if r.0.contains("not found") || r.0.contains("no decision") || r.0.contains("no plan") {
+        StatusCode::NOT_FOUND
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    api_error(status, &r.0)
+}
+
+fn plan_id(text: &str) -> Outcome<PlanId> {
+    PlanId::parse(text).map_err(|e| Refusal(format!("plan id: {e}")))
+}
+
+fn decision_id(text: &str) -> Outcome<DecisionId> {
+    DecisionId::parse(text).map_err(|e| Refusal(format!("decision id: {e}")))
+}
+
+fn answer<T>(outcome: Outcome<T>, ok: impl FnOnce(T) -> Response) -> Response {
+    match outcome {
+        Ok(v) => ok(v),
+        Err(r) => api_refusal(&r),
+    }
+}
+
+async fn api_plans(State(stores): State<Arc<Stores>>) -> Response {
+    answer(read(stores, |s| plan_rows(s).map_err(|f| Refusal(f.message))).await, |rows| pretty(&rows))
+}
+
+async fn api_tree(State(stores): State<Arc<Stores>>, Path(id): Path<String>, request: Request) -> Response {
+    let effective = query(&request, "effective").is_some_and(|v| v == "1" || v == "true");
+    let body = read(stores, move |s| {
+        let plan = plan_id(&id)?;
+        let tree = s.decision_tree_outline(plan)?;
+        if tree.is_empty() {
+            return Err(Refusal(format!("no plan {plan} in the store (not found)")));
+        }
+        let mut out = Vec::new();
+        json_tree(&tree, &plan.to_string(), &tree.view(effective), &mut out).map_err(|e| Refusal(e.to_string()))?;
+        Ok(out)
+    })
+    .await;
+    answer(body, |b| json(StatusCode::OK, b))
+}
+
+/// How many decisions a plan holds now: what an open plan page polls.
+async fn api_count(State(stores): State<Arc<Stores>>, Path(id): Path<String>) -> Response {
+    let n = read(stores, move |s| Ok(s.decision_tree_outline(plan_id(&id)?)?.len())).await;
+    answer(n, |n| pretty(&serde_json::json!({ "decisions": n })))
+}
+
+async fn api_decision(State(stores): State<Arc<Stores>>, Path(id): Path<String>) -> Response {
+    let report = read(stores, move |s| {
+        let id = decision_id(&id)?;
+        let tree = s.tree_of(id)?;
+        show_report(&tree, id).ok_or_else(|| Refusal(format!("decision {id} not found")))
+    })
+    .await;
+    answer(report, |r| pretty(&r))
+}
+
+async fn api_stale(State(stores): State<Arc<Stores>>) -> Response {
+    answer(read(stores, |s| Ok(s.stale(StaleOptions::default())?)).await, |r| pretty(&r))
+}
+
+pub(crate) fn group_by(name: Option<&str>) -> Outcome<Option<GroupBy>> {
+    match name {
+        None | Some("") => Ok(None),
+        Some("type") => Ok(Some(GroupBy::Type)),
+        Some("phase") => Ok(Some(GroupBy::Phase)),
+        Some("plan") => Ok(Some(GroupBy::Plan)),
+        Some(other) => Err(Refusal::field("by", format!("is {other:?}; it must be type, phase or plan"))),
+    }
+}
+
+async fn api_calibration(State(stores): State<Arc<Stores>>, request: Request) -> Response {
+    let by = group_by(query(&request, "by").as_deref());
+    let report = match by {
+        Ok(by) => {
+            read(stores, move |s| Ok(s.calibration(CalibrationOptions { by, ..CalibrationOptions::default() })?)).await
+        }
+        Err(r) => Err(r),
+    };
+    answer(report, |r| pretty(&r))
+}
+
+async fn api_calibration_svg(State(stores): State<Arc<Stores>>) -> Response {
+    let drawn = read(stores, |s| {
+        let c = s.calibration(CalibrationOptions::default())?;
+        crate::cli::review::svg(&c).map_err(|e| Refusal(format!("drawing: {e}")))
+    })
+    .await;
+    match drawn {
+        Ok(svg) => ([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response(),
+        Err(r) => api_refusal(&r),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_decode_as_forms_do() {
+        assert_eq!(query_of("focus=class%3A%2F%2FA+B&budget=10", "focus").as_deref(), Some("class://A B"));
+        assert_eq!(query_of("a=1&b", "b").as_deref(), Some(""));
+        assert_eq!(query_of("a=%zz%4", "a").as_deref(), Some("%zz%4"));
+        assert_eq!(query_of("a=%E2%9C%93", "a").as_deref(), Some("✓"));
+        assert_eq!(query_of("a=%FF", "a").as_deref(), Some("\u{FFFD}"));
+        assert_eq!(query_of("a=1", "c"), None);
+    }
+}

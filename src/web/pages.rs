@@ -1,0 +1,718 @@
+//! The pages: HTML written here, every stored text through [`esc`].
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::extract::{Path, Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use decision_store::calibration::{CalibrationOptions, GroupBy, Metrics};
+use decision_store::projection::{Cl100k, DepthBreadthProjector, ProjectionSpec};
+use decision_store::stale::{RiskPath, StaleOptions, StaleReport};
+use decision_store::{Decision, DecisionId, DecisionTree};
+use serde_json::Value;
+
+use super::{decision_id, plan_id, query, read};
+use crate::cli::inspect::{plan_rows, PlanRow};
+use crate::mcp::args::{Outcome, Refusal};
+use crate::mcp::Stores;
+
+/// Escapes text for HTML content and for quoted attribute values.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Escapes text for a URL's query value.
+fn url(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// Cuts `text` to `max` characters, with an ellipsis when cut.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+fn confidence(c: Option<f64>) -> String {
+    c.map_or_else(|| "–".to_owned(), |c| format!("{c:.2}"))
+}
+
+/// A whole page: the navigation, `title`, and `body` (already HTML).
+fn page(title: &str, body: &str) -> Response {
+    let mut html = String::with_capacity(body.len() + 1024);
+    let _ = write!(
+        html,
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{} · dstore</title><link rel=\"stylesheet\" href=\"/assets/style.css\">\
+         <script src=\"/assets/app.js\" defer></script></head><body>\
+         <header><a class=\"brand\" href=\"/\">dstore</a><nav>\
+         <a href=\"/\">Plans</a><a href=\"/stale\">Stale</a><a href=\"/calibration\">Calibration</a>\
+         <a href=\"/context\">Context</a></nav></header><main>{body}</main></body></html>",
+        esc(title)
+    );
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
+}
+
+fn error_page(status: StatusCode, message: &str) -> Response {
+    let mut r = page("Not shown", &format!("<h1>Not shown</h1><p class=\"error\">{}</p>", esc(message)));
+    *r.status_mut() = status;
+    r
+}
+
+pub fn not_found(message: &str) -> Response {
+    error_page(StatusCode::NOT_FOUND, message)
+}
+
+fn refused(r: &Refusal) -> Response {
+    if r.0.contains("not found") || r.0.contains("no plan") {
+        not_found(&r.0)
+    } else {
+        error_page(StatusCode::BAD_REQUEST, &r.0)
+    }
+}
+
+fn shown(outcome: Outcome<Response>) -> Response {
+    outcome.unwrap_or_else(|r| refused(&r))
+}
+
+// ---- plans ----
+
+/// The plans' columns: the query's `sort` name and the header.
+const PLAN_COLUMNS: &[(&str, &str)] = &[
+    ("plan", "Plan"),
+    ("decisions", "Decisions"),
+    ("depth", "Depth"),
+    ("corrections", "Corrections"),
+    ("superseded", "Superseded"),
+    ("stale", "Stale"),
+    ("first", "First"),
+    ("last", "Last"),
+];
+
+pub async fn plans(State(stores): State<Arc<Stores>>, request: Request) -> Response {
+    let sort = query(&request, "sort").unwrap_or_else(|| "last".into());
+    let desc = query(&request, "desc").map_or(sort == "last", |v| v == "1");
+    let filter = query(&request, "q").unwrap_or_default();
+    let data = read(stores, |s| {
+        let rows = plan_rows(s).map_err(|f| Refusal(f.message))?;
+        let stale = s.stale(StaleOptions { plan: None, all: true })?;
+        Ok((rows, stale))
+    })
+    .await;
+    shown(data.map(|(rows, stale)| plans_page(rows, &stale, &sort, desc, &filter)))
+}
+
+fn plans_page(mut rows: Vec<PlanRow>, stale: &StaleReport, sort: &str, desc: bool, filter: &str) -> Response {
+    let mut stale_in: HashMap<String, u64> = HashMap::new();
+    for s in &stale.stale {
+        *stale_in.entry(s.plan_id.to_string()).or_default() += 1;
+    }
+    let total = rows.len();
+    let needle = filter.to_lowercase();
+    rows.retain(|r| needle.is_empty() || r.plan_id.to_lowercase().contains(&needle));
+    let stale_of = |r: &PlanRow| stale_in.get(&r.plan_id).copied().unwrap_or(0);
+    match sort {
+        "plan" => rows.sort_by(|a, b| a.plan_id.cmp(&b.plan_id)),
+        "decisions" => rows.sort_by_key(|r| r.decisions),
+        "depth" => rows.sort_by_key(|r| r.max_depth),
+        "corrections" => rows.sort_by_key(|r| r.corrections),
+        "superseded" => rows.sort_by_key(|r| r.superseded),
+        "stale" => rows.sort_by_key(|r| stale_of(r)),
+        "first" => rows.sort_by(|a, b| a.first.cmp(&b.first)),
+        _ => rows.sort_by(|a, b| a.last.cmp(&b.last)),
+    }
+    if desc {
+        rows.reverse();
+    }
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<h1>Plans</h1><form class=\"filter\" method=\"get\" action=\"/\">\
+         <input type=\"hidden\" name=\"sort\" value=\"{}\"><input type=\"hidden\" name=\"desc\" value=\"{}\">\
+         <label>Plan id contains <input name=\"q\" value=\"{}\" autocomplete=\"off\"></label>\
+         <button>Filter</button></form><p class=\"muted\">{} of {total} plans</p>",
+        esc(sort),
+        u8::from(desc),
+        esc(filter),
+        rows.len()
+    );
+    if rows.is_empty() {
+        body.push_str("<p>No plans here yet: agents record decisions with <code>record_decision</code>.</p>");
+        return page("Plans", &body);
+    }
+    body.push_str("<table class=\"grid\"><thead><tr>");
+    for (key, name) in PLAN_COLUMNS {
+        let next_desc = if *key == sort { !desc } else { *key != "plan" };
+        let arrow = if *key == sort {
+            if desc {
+                " ▾"
+            } else {
+                " ▴"
+            }
+        } else {
+            ""
+        };
+        let _ = write!(
+            body,
+            "<th><a href=\"/?sort={key}&amp;desc={}&amp;q={}\">{name}{arrow}</a></th>",
+            u8::from(next_desc),
+            esc(&url(filter))
+        );
+    }
+    body.push_str("</tr></thead><tbody>");
+    for r in &rows {
+        let stale = stale_of(r);
+        let _ = write!(
+            body,
+            "<tr><td><a class=\"id\" href=\"/plan/{id}\">{id}</a></td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n{}\">{stale}</td><td>{}</td><td>{}</td></tr>",
+            r.decisions,
+            r.max_depth,
+            r.corrections,
+            r.superseded,
+            if stale > 0 { " warn" } else { "" },
+            esc(&r.first),
+            esc(&r.last),
+            id = esc(&r.plan_id),
+        );
+    }
+    body.push_str("</tbody></table>");
+    page("Plans", &body)
+}
+
+// ---- a plan ----
+
+/// Outline levels nest this deep; deeper decisions are drawn at this level
+/// with how many levels are not drawn (as `dstore tree` does).
+const MAX_NEST: usize = 32;
+
+pub async fn plan(State(stores): State<Arc<Stores>>, Path(id): Path<String>, request: Request) -> Response {
+    let effective = query(&request, "effective").is_some_and(|v| v == "1");
+    let fragment = query(&request, "fragment").is_some_and(|v| v == "tree");
+    let data = read(stores, move |s| {
+        let plan = plan_id(&id)?;
+        let tree = s.decision_tree_outline(plan)?;
+        if tree.is_empty() {
+            return Err(Refusal(format!("no plan {plan} in the store (not found)")));
+        }
+        Ok((plan, tree))
+    })
+    .await;
+    shown(data.map(|(plan, tree)| {
+        let outline = outline(&tree, effective);
+        if fragment {
+            return ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], outline).into_response();
+        }
+        let mut body = String::new();
+        let _ = write!(
+            body,
+            "<h1>Plan <span class=\"id\">{plan}</span></h1>\
+             <p class=\"muted\">{} decisions, {} standing, depth {}. \
+             <a href=\"/plan/{plan}{}\">{}</a> · <a href=\"/api/plan/{plan}/tree\">JSON</a></p>\
+             <div class=\"tools\"><input id=\"search\" type=\"search\" placeholder=\"Search options and types (/)\" \
+             autocomplete=\"off\"><button id=\"expand\" type=\"button\">Expand all</button>\
+             <button id=\"collapse\" type=\"button\">Collapse all</button><span id=\"live\" class=\"muted\" \
+             aria-live=\"polite\"></span></div>\
+             <p class=\"legend\"><span class=\"tag standing\">standing</span> <span class=\"tag corrected\">corrected</span> \
+             <span class=\"tag superseded\">superseded</span> · keys: <kbd>j</kbd>/<kbd>k</kbd> move, \
+             <kbd>Enter</kbd> open, <kbd>←</kbd>/<kbd>→</kbd> collapse/expand</p>\
+             <div id=\"tree\" data-plan=\"{plan}\" data-count=\"{}\" data-effective=\"{}\">{outline}</div>",
+            tree.len(),
+            tree.effective().len(),
+            tree.max_depth(),
+            if effective { "" } else { "?effective=1" },
+            if effective { "Show every decision" } else { "Show only what stands" },
+            tree.len(),
+            u8::from(effective),
+        );
+        page(&format!("Plan {plan}"), &body)
+    }))
+}
+
+/// The plan's tree as nested lists: a decision with children is a
+/// `<details>` (collapsible without script), a leaf a row.
+fn outline(tree: &DecisionTree, effective_only: bool) -> String {
+    let view = tree.view(effective_only);
+    let mut out = String::with_capacity(view.nodes.len() * 256);
+    out.push_str("<ul class=\"tree\">");
+    let level = |i: usize| view.nodes[i].level.min(MAX_NEST);
+    let mut open = 0usize;
+    for (i, n) in view.nodes.iter().enumerate() {
+        let l = level(i);
+        while open > l {
+            out.push_str("</ul></details></li>");
+            open -= 1;
+        }
+        let d = n.decision;
+        let has_children = i + 1 < view.nodes.len() && level(i + 1) > l;
+        let row = row(tree, d, n.level.saturating_sub(MAX_NEST));
+        let _ = write!(out, "<li id=\"d-{}\">", d.decision_id());
+        if has_children {
+            let _ = write!(out, "<details open><summary>{row}</summary><ul>");
+            open += 1;
+        } else {
+            let _ = write!(out, "<div class=\"leaf\">{row}</div></li>");
+        }
+    }
+    while open > 0 {
+        out.push_str("</ul></details></li>");
+        open -= 1;
+    }
+    out.push_str("</ul>");
+    out
+}
+
+/// One decision's line of the outline.
+fn row(tree: &DecisionTree, d: &Decision, hidden_levels: usize) -> String {
+    let id = d.decision_id();
+    let corrected = tree.corrected_by(id);
+    let (state, mark) = if !corrected.is_empty() {
+        ("corrected", format!("corrected by {}", seqs(tree, corrected)))
+    } else if let Some(s) = d.superseded_by() {
+        ("superseded", format!("superseded by {}", seqs(tree, &[s])))
+    } else if tree.is_effective(id) {
+        ("standing", "standing".to_owned())
+    } else {
+        ("overturned", "overturned above".to_owned())
+    };
+    let deeper =
+        if hidden_levels > 0 { format!("<span class=\"muted\">⋯{hidden_levels} </span>") } else { String::new() };
+    format!(
+        "{deeper}<a class=\"row {state}\" href=\"/decision/{id}\" data-search=\"{}\"><span class=\"type\">{}</span> \
+         <span class=\"seq\">#{}</span> <span class=\"conf\">{}</span> <span class=\"opt\">{}</span> \
+         <span class=\"tag {state}\">{}</span></a>",
+        esc(&format!("{} {}", d.decision_type(), d.chosen_option()).to_lowercase()),
+        d.decision_type(),
+        d.sequence(),
+        confidence(d.confidence_score()),
+        esc(&cut(d.chosen_option(), 140)),
+        esc(&mark),
+    )
+}
+
+fn seqs(tree: &DecisionTree, ids: &[DecisionId]) -> String {
+    ids.iter()
+        .map(|i| tree.get(*i).map_or_else(|| i.to_string(), |d| format!("#{}", d.sequence())))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+// ---- a decision ----
+
+pub async fn decision(State(stores): State<Arc<Stores>>, Path(id): Path<String>) -> Response {
+    let data = read(stores, move |s| {
+        let id = decision_id(&id)?;
+        let tree = s.tree_of(id)?;
+        if tree.get(id).is_none() {
+            return Err(Refusal(format!("decision {id} not found")));
+        }
+        let stale = s.stale(StaleOptions { plan: Some(tree.get(id).expect("held").plan_id()), all: true })?;
+        Ok((id, tree, stale))
+    })
+    .await;
+    shown(data.map(|(id, tree, stale)| decision_page(id, &tree, &stale)))
+}
+
+fn link(tree: &DecisionTree, id: DecisionId) -> String {
+    match tree.get(id) {
+        Some(d) => format!(
+            "<a href=\"/decision/{id}\"><span class=\"type\">{}</span> #{}</a> <span class=\"opt\">{}</span>",
+            d.decision_type(),
+            d.sequence(),
+            esc(&cut(d.chosen_option(), 100))
+        ),
+        None => format!("<a href=\"/decision/{id}\" class=\"id\">{id}</a>"),
+    }
+}
+
+fn decision_page(id: DecisionId, tree: &DecisionTree, stale: &StaleReport) -> Response {
+    let d = tree.get(id).expect("the page's decision is in its tree");
+    let mut body = String::new();
+    let standing = tree.standing(id);
+    let status = if standing.is_some_and(|s| s.decision_id() == id) {
+        "<span class=\"tag standing\">stands now</span>".to_owned()
+    } else {
+        "<span class=\"tag corrected\">overturned</span>".to_owned()
+    };
+    let _ = write!(
+        body,
+        "<p class=\"crumbs\"><a href=\"/plan/{plan}\">Plan <span class=\"id\">{plan}</span></a></p>\
+         <h1><span class=\"type\">{}</span> #{} {status}</h1><p class=\"chosen\">{}</p>",
+        d.decision_type(),
+        d.sequence(),
+        esc(d.chosen_option()),
+        plan = d.plan_id(),
+    );
+    // Every field, as the interchange JSON has it.
+    body.push_str("<h2>Fields</h2><dl class=\"fields\">");
+    if let Value::Object(fields) = d.to_json_value() {
+        for (key, value) in &fields {
+            let shown = match value {
+                Value::Null => "<span class=\"muted\">–</span>".to_owned(),
+                Value::String(s) => esc(s),
+                Value::Array(a) if a.is_empty() => "<span class=\"muted\">none</span>".to_owned(),
+                other => format!(
+                    "<pre>{}</pre>",
+                    esc(&serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()))
+                ),
+            };
+            let _ = write!(body, "<dt>{}</dt><dd>{shown}</dd>", esc(key));
+        }
+    }
+    body.push_str("</dl>");
+
+    body.push_str("<h2>In the tree</h2><dl class=\"fields\"><dt>parent</dt><dd>");
+    match d.parent_decision_id() {
+        Some(p) => body.push_str(&link(tree, p)),
+        None => body.push_str("<span class=\"muted\">the plan's root</span>"),
+    }
+    body.push_str("</dd><dt>children</dt><dd>");
+    let children = tree.children(id);
+    if children.is_empty() {
+        body.push_str("<span class=\"muted\">none</span>");
+    } else {
+        body.push_str("<ul>");
+        for c in children {
+            let _ = write!(body, "<li>{}</li>", link(tree, c.decision_id()));
+        }
+        body.push_str("</ul>");
+    }
+    body.push_str("</dd></dl>");
+
+    let chain = tree.correction_chain(id);
+    let path = tree.supersession_path(id);
+    body.push_str("<h2>History</h2>");
+    if chain.len() > 1 {
+        body.push_str("<p>Correction chain, the original first:</p><ol class=\"timeline\">");
+        for c in &chain {
+            let here = if c.decision_id() == id { " class=\"here\"" } else { "" };
+            let _ = write!(body, "<li{here}>{}</li>", link(tree, c.decision_id()));
+        }
+        body.push_str("</ol>");
+    }
+    if !path.is_empty() {
+        body.push_str("<p>Superseded by:</p><ol class=\"timeline\">");
+        let _ = write!(body, "<li class=\"here\">{}</li>", link(tree, id));
+        for c in &path {
+            let _ = write!(body, "<li>{}</li>", link(tree, c.decision_id()));
+        }
+        body.push_str("</ol>");
+    }
+    if chain.len() <= 1 && path.is_empty() {
+        body.push_str("<p class=\"muted\">Never corrected or superseded.</p>");
+    }
+    if let Some(s) = standing {
+        let _ = write!(body, "<p>What stands now: {}</p>", link(tree, s.decision_id()));
+    }
+
+    let impact = tree.impact(id);
+    let _ = write!(
+        body,
+        "<h2>Impact</h2><p>{} decisions below it, {} downstream decisions, {} downstream plans, {} artifacts.</p>",
+        impact.descendants.len(),
+        impact.downstream_decisions.len(),
+        impact.downstream_plans.len(),
+        impact.artifacts.len()
+    );
+    if !impact.artifacts.is_empty() {
+        body.push_str("<ul>");
+        for a in &impact.artifacts {
+            let _ = write!(body, "<li><code>{}</code></li>", esc(a));
+        }
+        body.push_str("</ul>");
+    }
+
+    let snapshot = d.context_snapshot();
+    body.push_str("<h2>Context snapshot</h2>");
+    if snapshot.resources().is_empty() {
+        body.push_str("<p class=\"muted\">It recorded no resources.</p>");
+    } else {
+        let changed: HashMap<&str, &Option<String>> = stale
+            .stale
+            .iter()
+            .filter(|s| s.decision_id == id)
+            .flat_map(|s| s.resources.iter().map(|r| (r.resource_id.as_str(), &r.current_version)))
+            .collect();
+        body.push_str("<table class=\"grid\"><thead><tr><th>Resource</th><th>Recorded version</th><th>Now</th></tr></thead><tbody>");
+        for r in snapshot.resources() {
+            let now = match changed.get(r.resource_id()) {
+                Some(Some(v)) => {
+                    format!("<span class=\"tag stale\">stale</span> changed to <code>{}</code>", esc(&cut(v, 16)))
+                }
+                Some(None) => "<span class=\"tag stale\">stale</span> gone from the graph".to_owned(),
+                None => "<span class=\"muted\">unchanged</span>".to_owned(),
+            };
+            let _ = write!(
+                body,
+                "<tr><td><code>{}</code></td><td><code>{}</code></td><td>{now}</td></tr>",
+                esc(r.resource_id()),
+                esc(&cut(r.version().unwrap_or("–"), 16))
+            );
+        }
+        body.push_str("</tbody></table>");
+    }
+    let _ = write!(body, "<p class=\"muted\"><a href=\"/api/decision/{id}\">JSON</a></p>");
+    page(&format!("{} #{}", d.decision_type(), d.sequence()), &body)
+}
+
+// ---- stale ----
+
+pub async fn stale(State(stores): State<Arc<Stores>>) -> Response {
+    let data = read(stores, |s| Ok(s.stale(StaleOptions { plan: None, all: true })?)).await;
+    shown(data.map(|report| {
+        let mut body = String::new();
+        let _ = write!(
+            body,
+            "<h1>Stale decisions</h1><p class=\"muted\">{} decisions and {} snapshot resources checked against the \
+             graph's {} nodes: {} stale, {} at risk through them.</p>",
+            report.checked_decisions,
+            report.checked_resources,
+            report.graph_nodes,
+            report.stale.len(),
+            report.at_risk.len()
+        );
+        if report.stale.is_empty() {
+            body.push_str("<p>Nothing stale: every recorded resource is as the decisions saw it.</p>");
+        } else {
+            body.push_str(
+                "<table class=\"grid\"><thead><tr><th>Decision</th><th>Plan</th><th>Chosen</th><th>Changed resources</th></tr></thead><tbody>",
+            );
+            for s in &report.stale {
+                let resources: Vec<String> = s
+                    .resources
+                    .iter()
+                    .map(|r| {
+                        let what = if r.current_version.is_some() { "changed" } else { "gone" };
+                        format!("<code>{}</code> {what}", esc(&r.resource_id))
+                    })
+                    .collect();
+                let _ = write!(
+                    body,
+                    "<tr><td><a href=\"/decision/{}\"><span class=\"type\">{}</span> #{}</a>{}</td>\
+                     <td><a class=\"id\" href=\"/plan/{plan}\">{plan}</a></td><td class=\"opt\">{}</td><td>{}</td></tr>",
+                    s.decision_id,
+                    s.decision_type,
+                    s.sequence,
+                    if s.effective { "" } else { " <span class=\"tag corrected\">overturned</span>" },
+                    esc(&cut(&s.chosen_option, 100)),
+                    resources.join("<br>"),
+                    plan = s.plan_id,
+                );
+            }
+            body.push_str("</tbody></table>");
+        }
+        if !report.at_risk.is_empty() {
+            body.push_str("<h2>At risk</h2><p class=\"muted\">Decisions that build on a stale one.</p><table class=\"grid\"><thead><tr><th>Decision</th><th>Because</th></tr></thead><tbody>");
+            for a in &report.at_risk {
+                let what = match (a.decision_type, a.sequence) {
+                    (Some(t), Some(n)) => format!("<span class=\"type\">{t}</span> #{n}"),
+                    _ => format!("<span class=\"id\">{}</span> (not stored)", a.decision_id),
+                };
+                let because: Vec<String> = a
+                    .because_of
+                    .iter()
+                    .map(|c| {
+                        let via = match c.via {
+                            RiskPath::Descendant => "below",
+                            RiskPath::Downstream => "downstream of",
+                        };
+                        format!("{via} <a class=\"id\" href=\"/decision/{0}\">{0}</a>", c.stale_decision_id)
+                    })
+                    .collect();
+                let _ = write!(
+                    body,
+                    "<tr><td><a href=\"/decision/{}\">{what}</a></td><td>{}</td></tr>",
+                    a.decision_id,
+                    because.join(", ")
+                );
+            }
+            body.push_str("</tbody></table>");
+        }
+        page("Stale decisions", &body)
+    }))
+}
+
+// ---- calibration ----
+
+pub async fn calibration(State(stores): State<Arc<Stores>>) -> Response {
+    let data = read(stores, |s| {
+        let mut all = Vec::new();
+        for by in [None, Some(GroupBy::Type), Some(GroupBy::Phase)] {
+            all.push(s.calibration(CalibrationOptions { by, ..CalibrationOptions::default() })?);
+        }
+        Ok(all)
+    })
+    .await;
+    shown(data.map(|all| {
+        let mut body = String::from("<h1>Calibration</h1>");
+        let overall = &all[0];
+        if overall.overall.scored == 0 {
+            body.push_str(
+                "<p>Nothing to calibrate yet: no decision with a confidence score is followed by enough later ones in its plan.</p>",
+            );
+            return page("Calibration", &body);
+        }
+        let _ = write!(
+            body,
+            "<p class=\"muted\">How well confidence matched what held: a decision held when nothing corrected or \
+             superseded it within {} later decisions of its plan ({} too recent to count).</p>\
+             <img class=\"chart\" src=\"/api/calibration.svg\" alt=\"Reliability diagram: share held against confidence\" width=\"640\" height=\"560\">",
+            overall.settled_after, overall.unsettled
+        );
+        metrics_table(&mut body, "Overall", &[("all".to_owned(), &overall.overall)]);
+        for (c, name) in all[1..].iter().zip(["By type", "By phase"]) {
+            let rows: Vec<(String, &Metrics)> = c.groups.iter().map(|g| (g.key.clone(), &g.metrics)).collect();
+            metrics_table(&mut body, name, &rows);
+        }
+        page("Calibration", &body)
+    }))
+}
+
+fn figure(x: Option<f64>) -> String {
+    x.map_or_else(|| "–".into(), |x| format!("{x:.3}"))
+}
+
+fn metrics_table(body: &mut String, title: &str, rows: &[(String, &Metrics)]) {
+    let _ = write!(
+        body,
+        "<h2>{}</h2><table class=\"grid\"><thead><tr><th></th><th>Decisions</th><th>Scored</th><th>Held</th>\
+         <th>Mean confidence</th><th>Share held</th><th>Brier</th><th>ECE</th></tr></thead><tbody>",
+        esc(title)
+    );
+    for (key, m) in rows {
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            esc(key),
+            m.decisions,
+            m.scored,
+            m.held,
+            figure(m.mean_confidence),
+            figure(m.share_held),
+            figure(m.brier),
+            figure(m.ece)
+        );
+    }
+    body.push_str("</tbody></table>");
+}
+
+// ---- context ----
+
+/// The largest budget the page asks for.
+const MAX_BUDGET: usize = 64_000;
+
+pub async fn context(State(stores): State<Arc<Stores>>, request: Request) -> Response {
+    let focus = query(&request, "focus").unwrap_or_default();
+    let budget = query(&request, "budget").and_then(|b| b.trim().parse::<usize>().ok()).unwrap_or(4000).min(MAX_BUDGET);
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<h1>Context</h1><form class=\"filter\" method=\"get\" action=\"/context\">\
+         <label>Focus <input name=\"focus\" value=\"{}\" placeholder=\"project://src/app.py or class://Name\" size=\"48\"></label>\
+         <label>Budget <input name=\"budget\" value=\"{budget}\" size=\"6\" inputmode=\"numeric\"> tokens</label>\
+         <button>Project</button></form>",
+        esc(&focus)
+    );
+    let focus: Vec<String> = focus
+        .split(',')
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .map(|f| if f.contains("://") { f.to_owned() } else { format!("project://{}", f.trim_start_matches("./")) })
+        .collect();
+    if focus.is_empty() {
+        body.push_str(
+            "<p class=\"muted\">Name a node of the graph (comma-separated for several) to see the fragments that \
+             <code>get_context</code> and <code>dstore project</code> select for it, coloured by detail depth.</p>",
+        );
+        return page("Context", &body);
+    }
+    let data = read(stores, move |s| {
+        let held = s.known_uris(&focus)?;
+        if let Some(missing) = focus.iter().find(|u| !held.contains(*u)) {
+            return Err(Refusal::field("focus", format!("{missing} is not a node of the graph")));
+        }
+        let spec = ProjectionSpec::for_focus(focus.iter().cloned())?;
+        let projector = DepthBreadthProjector::new();
+        let (_, set) = s.read_snapshot(|s| projector.project_with_fragments(s, &spec, &Cl100k, Some(budget)))?;
+        Ok(set)
+    })
+    .await;
+    match data {
+        Err(r) => {
+            let _ = write!(body, "<p class=\"error\">{}</p>", esc(&r.0));
+            let mut page = page("Context", &body);
+            *page.status_mut() = StatusCode::BAD_REQUEST;
+            page
+        }
+        Ok(set) => {
+            let files: HashSet<&str> =
+                set.fragments.iter().map(|f| f.resource_uri()).filter(|r| !r.is_empty()).collect();
+            let _ = write!(
+                body,
+                "<p class=\"muted\">{} fragments from {} resources, {} of {budget} tokens; {} left out by the budget.</p>\
+                 <p class=\"legend\"><span class=\"depth d9\">full source</span> <span class=\"depth d4\">signatures</span> \
+                 <span class=\"depth d1\">outline</span> <span class=\"depth d0\">names</span></p>",
+                set.fragments.len(),
+                files.len(),
+                set.total_tokens,
+                set.dropped.len()
+            );
+            for f in &set.fragments {
+                let depth = match f.detail_depth() {
+                    d if d >= 9 => "d9",
+                    d if d >= 4 => "d4",
+                    d if d >= 1 => "d1",
+                    _ => "d0",
+                };
+                let _ = write!(
+                    body,
+                    "<section class=\"fragment depth {depth}\"><h3><code>{}</code> <span class=\"muted\">depth {}, {} tokens</span></h3><pre>{}</pre></section>",
+                    esc(f.uko_node()),
+                    f.detail_depth(),
+                    f.tokens(),
+                    esc(f.content())
+                );
+            }
+            page("Context", &body)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_text_cannot_open_a_tag_or_leave_an_attribute() {
+        assert_eq!(esc("<script>alert('x')</script>"), "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;");
+        assert_eq!(esc("\" onmouseover=\"x"), "&quot; onmouseover=&quot;x");
+        assert_eq!(esc("a & b"), "a &amp; b");
+        assert_eq!(url("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
+        assert_eq!(cut("abcdef", 3), "abc…");
+        assert_eq!(cut("abc", 3), "abc");
+    }
+}
