@@ -134,7 +134,8 @@ pub fn serve(a: &ServeArgs) -> CmdResult {
             Some(t) => format!("http://{bound}/?token={t}"),
             None => format!("http://{bound}/"),
         };
-        eprintln!("dstore serve: the web view of {} (read-only): open {web}", a.store.display());
+        let command = if a.ui_only && a.read_only { "ui" } else { "serve" };
+        eprintln!("dstore {command}: the web view of {} (read-only): open {web}", a.store.display());
         axum::serve(listener, app)
             .with_graceful_shutdown(stop_signal())
             .await

@@ -8,9 +8,14 @@
   const live = document.getElementById("live");
   let current = null;
 
+  // A row is shown unless the search hid it or a closed decision above
+  // folds it (asked of the DOM, not the layout: rows out of view are not laid out).
+  function shownRow(a) {
+    return !a.closest("li.hidden") && !a.closest("details:not([open]) > ul");
+  }
+
   function rows() {
-    // Rows that are shown: not filtered out, not inside a closed details.
-    return Array.from(tree.querySelectorAll("a.row")).filter((a) => a.offsetParent !== null);
+    return Array.from(tree.querySelectorAll("a.row")).filter(shownRow);
   }
 
   function setCurrent(a) {
@@ -114,7 +119,9 @@
   // A click on a row's link inside a summary follows the link; elsewhere
   // on the summary it toggles, as details do.
 
-  // Live: decisions recorded while the page is open appear without a reload.
+  // Live: decisions recorded while the page is open appear without a reload
+  // (a count polled twice a second: one small read for the server).
+  const POLL_MS = 500;
   const plan = tree.dataset.plan;
   let count = Number(tree.dataset.count);
   const effective = tree.dataset.effective === "1" ? "&effective=1" : "";
@@ -150,7 +157,7 @@
     } catch (_) {
       // The server is away for a moment: try again on the next tick.
     }
-    setTimeout(poll, 1000);
+    setTimeout(poll, POLL_MS);
   }
-  setTimeout(poll, 1000);
+  setTimeout(poll, POLL_MS);
 })();

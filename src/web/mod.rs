@@ -52,6 +52,8 @@ pub fn routes(stores: Arc<Stores>) -> Router {
         .route("/api/calibration", get(api_calibration))
         .route("/api/calibration.svg", get(api_calibration_svg))
         .route("/assets/style.css", get(|| async { asset("text/css; charset=utf-8", include_str!("style.css")) }))
+        .route("/assets/icon.svg", get(|| async { asset("image/svg+xml", include_str!("icon.svg")) }))
+        .route("/favicon.ico", get(|| async { asset("image/svg+xml", include_str!("icon.svg")) }))
         .route("/assets/app.js", get(|| async { asset("text/javascript; charset=utf-8", include_str!("app.js")) }))
         .fallback(|| async { pages::not_found("no such page") })
         .layer(axum::middleware::map_response(secure))

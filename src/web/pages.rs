@@ -66,7 +66,8 @@ fn page(title: &str, body: &str) -> Response {
         html,
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{} · dstore</title><link rel=\"stylesheet\" href=\"/assets/style.css\">\
+         <title>{} · dstore</title><link rel=\"icon\" href=\"/assets/icon.svg\" type=\"image/svg+xml\">\
+         <link rel=\"stylesheet\" href=\"/assets/style.css\">\
          <script src=\"/assets/app.js\" defer></script></head><body>\
          <header><a class=\"brand\" href=\"/\">dstore</a><nav>\
          <a href=\"/\">Plans</a><a href=\"/stale\">Stale</a><a href=\"/calibration\">Calibration</a>\
@@ -175,9 +176,10 @@ fn plans_page(mut rows: Vec<PlanRow>, stale: &StaleReport, sort: &str, desc: boo
         } else {
             ""
         };
+        let numeric = if matches!(*key, "plan" | "first" | "last") { "" } else { " class=\"n\"" };
         let _ = write!(
             body,
-            "<th><a href=\"/?sort={key}&amp;desc={}&amp;q={}\">{name}{arrow}</a></th>",
+            "<th{numeric}><a href=\"/?sort={key}&amp;desc={}&amp;q={}\">{name}{arrow}</a></th>",
             u8::from(next_desc),
             esc(&url(filter))
         );
@@ -372,7 +374,13 @@ fn decision_page(id: DecisionId, tree: &DecisionTree, stale: &StaleReport) -> Re
         for (key, value) in &fields {
             let shown = match value {
                 Value::Null => "<span class=\"muted\">–</span>".to_owned(),
+                Value::String(s) if key == "plan_id" => format!("<a class=\"id\" href=\"/plan/{0}\">{0}</a>", esc(s)),
+                Value::String(s) if key.ends_with("decision_id") || key == "superseded_by" => {
+                    format!("<a class=\"id\" href=\"/decision/{0}\">{0}</a>", esc(s))
+                }
                 Value::String(s) => esc(s),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
                 Value::Array(a) if a.is_empty() => "<span class=\"muted\">none</span>".to_owned(),
                 other => format!(
                     "<pre>{}</pre>",
@@ -577,10 +585,16 @@ pub async fn calibration(State(stores): State<Arc<Stores>>) -> Response {
         }
         let _ = write!(
             body,
-            "<p class=\"muted\">How well confidence matched what held: a decision held when nothing corrected or \
-             superseded it within {} later decisions of its plan ({} too recent to count).</p>\
+            "<p class=\"muted\">How well the agents' confidence matched what held: a decision held when no later \
+             decision corrected or superseded it.{}</p>\
              <img class=\"chart\" src=\"/api/calibration.svg\" alt=\"Reliability diagram: share held against confidence\" width=\"640\" height=\"560\">",
-            overall.settled_after, overall.unsettled
+            match overall.settled_after {
+                0 => String::new(),
+                n => format!(
+                    " Decisions followed by fewer than {n} later ones in their plan are too recent to tell ({} left out).",
+                    overall.unsettled
+                ),
+            }
         );
         metrics_table(&mut body, "Overall", &[("all".to_owned(), &overall.overall)]);
         for (c, name) in all[1..].iter().zip(["By type", "By phase"]) {
@@ -598,8 +612,9 @@ fn figure(x: Option<f64>) -> String {
 fn metrics_table(body: &mut String, title: &str, rows: &[(String, &Metrics)]) {
     let _ = write!(
         body,
-        "<h2>{}</h2><table class=\"grid\"><thead><tr><th></th><th>Decisions</th><th>Scored</th><th>Held</th>\
-         <th>Mean confidence</th><th>Share held</th><th>Brier</th><th>ECE</th></tr></thead><tbody>",
+        "<h2>{}</h2><table class=\"grid\"><thead><tr><th></th><th class=\"n\">Decisions</th><th class=\"n\">Scored</th>\
+         <th class=\"n\">Held</th><th class=\"n\">Mean confidence</th><th class=\"n\">Share held</th>\
+         <th class=\"n\">Brier</th><th class=\"n\">ECE</th></tr></thead><tbody>",
         esc(title)
     );
     for (key, m) in rows {
