@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use decision_store::calibration::{CalibrationOptions, GroupBy, Metrics};
 use decision_store::projection::{Cl100k, DepthBreadthProjector, ProjectionSpec};
 use decision_store::stale::{RiskPath, StaleOptions, StaleReport};
+use decision_store::uko::Direction;
 use decision_store::{Decision, DecisionId, DecisionTree};
 use serde_json::Value;
 
@@ -672,8 +673,23 @@ pub async fn context(State(stores): State<Arc<Stores>>, request: Request) -> Res
         }
         let spec = ProjectionSpec::for_focus(focus.iter().cloned())?;
         let projector = DepthBreadthProjector::new();
-        let (_, set) = s.read_snapshot(|s| projector.project_with_fragments(s, &spec, &Cl100k, Some(budget)))?;
-        Ok(set)
+        let (set, links) = s.read_snapshot(|s| {
+            let (_, set) = projector.project_with_fragments(s, &spec, &Cl100k, Some(budget))?;
+            let shown = pictured(&focus, &set.fragments);
+            // The links between the nodes pictured, each once.
+            let mut links = Vec::new();
+            for (i, uri) in shown.iter().enumerate() {
+                for n in s.neighbours(uri, Direction::Outgoing, None)? {
+                    if let Some(j) = shown.iter().position(|u| *u == n.uri) {
+                        if i != j {
+                            links.push((i, j, n.relation));
+                        }
+                    }
+                }
+            }
+            Ok((set, (shown, focus.len(), links)))
+        })?;
+        Ok((set, links))
     })
     .await;
     match data {
@@ -683,7 +699,7 @@ pub async fn context(State(stores): State<Arc<Stores>>, request: Request) -> Res
             *page.status_mut() = StatusCode::BAD_REQUEST;
             page
         }
-        Ok(set) => {
+        Ok((set, (shown, focused, links))) => {
             let files: HashSet<&str> =
                 set.fragments.iter().map(|f| f.resource_uri()).filter(|r| !r.is_empty()).collect();
             let _ = write!(
@@ -696,6 +712,8 @@ pub async fn context(State(stores): State<Arc<Stores>>, request: Request) -> Res
                 set.total_tokens,
                 set.dropped.len()
             );
+            let depths: HashMap<&str, u32> = set.fragments.iter().map(|f| (f.uko_node(), f.detail_depth())).collect();
+            body.push_str(&picture(&shown, focused, &links, &depths));
             for f in &set.fragments {
                 let depth = match f.detail_depth() {
                     d if d >= 9 => "d9",
@@ -715,6 +733,88 @@ pub async fn context(State(stores): State<Arc<Stores>>, request: Request) -> Res
             page("Context", &body)
         }
     }
+}
+
+/// The most nodes the neighbourhood picture draws.
+const PICTURED: usize = 36;
+
+/// The nodes the picture draws: the focus, then the fragments' nodes in
+/// the order the projection chose them.
+fn pictured(focus: &[String], fragments: &[decision_store::projection::ContextFragment]) -> Vec<String> {
+    let mut shown: Vec<String> = focus.to_vec();
+    for f in fragments {
+        if shown.len() >= PICTURED {
+            break;
+        }
+        if !shown.iter().any(|u| u == f.uko_node()) {
+            shown.push(f.uko_node().to_owned());
+        }
+    }
+    shown
+}
+
+fn depth_class(depth: u32) -> &'static str {
+    match depth {
+        d if d >= 9 => "d9",
+        d if d >= 4 => "d4",
+        d if d >= 1 => "d1",
+        _ => "d0",
+    }
+}
+
+/// The neighbourhood as an SVG: the focus in the middle, the other nodes on
+/// rings in the order they were chosen, coloured by their detail, and the
+/// graph's links between them.
+fn picture(shown: &[String], focus: usize, links: &[(usize, usize, String)], depths: &HashMap<&str, u32>) -> String {
+    const W: f64 = 1120.0;
+    const H: f64 = 600.0;
+    let (cx, cy) = (W / 2.0, H / 2.0);
+    let focus = focus.min(shown.len());
+    let mut at: Vec<(f64, f64)> = Vec::with_capacity(shown.len());
+    // The focus nodes share the middle; the rest fill rings of 8, 12 and 16.
+    let rings = [(0usize, 8usize, 150.0f64), (8, 12, 290.0), (20, 16, 430.0)];
+    for i in 0..shown.len() {
+        if i < focus {
+            // One focus in the middle; several around it, close together.
+            let r = if focus == 1 { 0.0 } else { 40.0 };
+            let angle = std::f64::consts::TAU * i as f64 / focus as f64;
+            at.push((cx + r * angle.cos(), cy + r * angle.sin()));
+            continue;
+        }
+        let k = i - focus;
+        let &(start, size, r) = rings.iter().find(|(s, n, _)| k < s + n).unwrap_or(&rings[2]);
+        let angle = std::f64::consts::TAU * ((k - start) as f64 + 0.5 * (start as f64 % 2.0)) / size as f64;
+        at.push((cx + r * angle.cos(), cy + 0.62 * r * angle.sin()));
+    }
+    let mut svg = format!(
+        "<figure class=\"neighbourhood\"><svg viewBox=\"0 0 {W} {H}\" role=\"img\" \
+         aria-label=\"The focus and the nodes of its context, with the links between them\">"
+    );
+    for (a, b, relation) in links {
+        let ((x1, y1), (x2, y2)) = (at[*a], at[*b]);
+        let _ = write!(
+            svg,
+            "<line x1=\"{x1:.0}\" y1=\"{y1:.0}\" x2=\"{x2:.0}\" y2=\"{y2:.0}\" class=\"link\"><title>{}</title></line>",
+            esc(relation)
+        );
+    }
+    for (i, uri) in shown.iter().enumerate() {
+        let (x, y) = at[i];
+        let class = if i < focus { "focus" } else { depth_class(depths.get(uri.as_str()).copied().unwrap_or(0)) };
+        let name = uri.split_once("://").map_or(uri.as_str(), |(_, rest)| rest);
+        let name = name.rsplit('/').next().unwrap_or(name);
+        let _ = write!(
+            svg,
+            "<g class=\"node {class}\"><title>{}</title><circle cx=\"{x:.0}\" cy=\"{y:.0}\" r=\"{}\"></circle>\
+             <text x=\"{x:.0}\" y=\"{:.0}\" text-anchor=\"middle\">{}</text></g>",
+            esc(uri),
+            if i < focus { 11 } else { 7 },
+            y + 20.0,
+            esc(&cut(name, 22))
+        );
+    }
+    svg.push_str("</svg><figcaption class=\"muted\">The focus in the middle; the nodes of its context around it in the order they were chosen, coloured by detail; lines are the graph's links between them.</figcaption></figure>");
+    svg
 }
 
 #[cfg(test)]

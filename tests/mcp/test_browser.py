@@ -191,6 +191,11 @@ async def test_a_large_store_and_a_5000_decision_plan(tmp_path, serve, browser):
         timings[name] = (nav["domInteractive"], nav["loadEventEnd"])
         assert console_errors(browser) == [], path
     assert len(browser.find_elements("css selector", "#tree a.row")) == 5000
+    for path in [f"decision/01J{0:06d}{4999:017d}", "stale", "calibration", "context"]:
+        browser.get(base + path)
+        assert browser.find_element("css selector", "h1").text, path
+        assert console_errors(browser) == [], path
+    browser.get(f"{base}plan/01K{0:023d}")
     # The search still answers on a plan this size.
     browser.find_element("id", "search").send_keys("redis")
     took = until(lambda: 0 < len(shown_texts(browser)) < 1000, 5, "the search on 5,000 decisions")

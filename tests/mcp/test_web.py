@@ -45,7 +45,7 @@ async def test_every_page_loads_and_says_what_it_shows(demo, serve):
         "stale": ["stale", "At risk"],
         "calibration": ["Brier", "ECE", "By type", "By phase", 'src="/api/calibration.svg"'],
         "context": ["Focus", "Budget"],
-        "context?focus=class%3A%2F%2FTokenBucket&budget=600": ["fragments from", "TokenBucket"],
+        "context?focus=class%3A%2F%2FTokenBucket&budget=600": ["fragments from", "TokenBucket", "<svg", "<line "],
     }
     for path, says in pages.items():
         r = get(base + path)
