@@ -327,6 +327,17 @@ impl Store {
         decisions::plan_summaries(&self.conn)
     }
 
+    /// Each plan's decisions counted by type.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when rows cannot be read, [`Error::Corrupt`] when a
+    /// stored plan id or type is not one.
+    pub fn plan_type_counts(
+        &self,
+    ) -> Result<std::collections::BTreeMap<PlanId, std::collections::BTreeMap<crate::DecisionType, u64>>> {
+        decisions::plan_type_counts(&self.conn)
+    }
+
     /// Counts of decisions by type, and of corrections and supersessions,
     /// from the kept counts (no decision row is read).
     ///

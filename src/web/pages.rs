@@ -11,7 +11,7 @@ use decision_store::calibration::{CalibrationOptions, GroupBy, Metrics};
 use decision_store::projection::{Cl100k, DepthBreadthProjector, ProjectionSpec};
 use decision_store::stale::{RiskPath, StaleOptions, StaleReport};
 use decision_store::uko::Direction;
-use decision_store::{Decision, DecisionId, DecisionTree};
+use decision_store::{Decision, DecisionId, DecisionTree, DecisionType};
 use serde_json::Value;
 
 use super::{decision_id, plan_id, query, read};
@@ -54,6 +54,11 @@ fn cut(text: &str, max: usize) -> String {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_owned(),
     }
+}
+
+/// `2026-12-02T12:23:53.809Z` as `2026-12-02 12:23` (the title keeps it whole).
+fn minutes(time: &str) -> String {
+    time.get(..16).map_or_else(|| time.to_owned(), |t| t.replacen('T', " ", 1))
 }
 
 fn confidence(c: Option<f64>) -> String {
@@ -110,6 +115,7 @@ const PLAN_COLUMNS: &[(&str, &str)] = &[
     ("corrections", "Corrections"),
     ("superseded", "Superseded"),
     ("stale", "Stale"),
+    ("types", "Types"),
     ("first", "First"),
     ("last", "Last"),
 ];
@@ -121,13 +127,32 @@ pub async fn plans(State(stores): State<Arc<Stores>>, request: Request) -> Respo
     let data = read(stores, |s| {
         let rows = plan_rows(s).map_err(|f| Refusal(f.message))?;
         let stale = s.stale(StaleOptions { plan: None, all: true })?;
-        Ok((rows, stale))
+        let types = s.plan_type_counts()?;
+        Ok((rows, stale, types))
     })
     .await;
-    shown(data.map(|(rows, stale)| plans_page(rows, &stale, &sort, desc, &filter)))
+    shown(data.map(|(rows, stale, types)| {
+        let types: HashMap<String, String> = types
+            .into_iter()
+            .map(|(plan, counts)| {
+                let mut counts: Vec<(DecisionType, u64)> = counts.into_iter().collect();
+                counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                let text = counts.iter().map(|(t, n)| format!("{t} {n}")).collect::<Vec<_>>().join(", ");
+                (plan.to_string(), text)
+            })
+            .collect();
+        plans_page(rows, &stale, &types, &sort, desc, &filter)
+    }))
 }
 
-fn plans_page(mut rows: Vec<PlanRow>, stale: &StaleReport, sort: &str, desc: bool, filter: &str) -> Response {
+fn plans_page(
+    mut rows: Vec<PlanRow>,
+    stale: &StaleReport,
+    types: &HashMap<String, String>,
+    sort: &str,
+    desc: bool,
+    filter: &str,
+) -> Response {
     let mut stale_in: HashMap<String, u64> = HashMap::new();
     for s in &stale.stale {
         *stale_in.entry(s.plan_id.to_string()).or_default() += 1;
@@ -143,6 +168,7 @@ fn plans_page(mut rows: Vec<PlanRow>, stale: &StaleReport, sort: &str, desc: boo
         "corrections" => rows.sort_by_key(|r| r.corrections),
         "superseded" => rows.sort_by_key(|r| r.superseded),
         "stale" => rows.sort_by_key(|r| stale_of(r)),
+        "types" => rows.sort_by(|a, b| types.get(&a.plan_id).cmp(&types.get(&b.plan_id))),
         "first" => rows.sort_by(|a, b| a.first.cmp(&b.first)),
         _ => rows.sort_by(|a, b| a.last.cmp(&b.last)),
     }
@@ -177,7 +203,7 @@ fn plans_page(mut rows: Vec<PlanRow>, stale: &StaleReport, sort: &str, desc: boo
         } else {
             ""
         };
-        let numeric = if matches!(*key, "plan" | "first" | "last") { "" } else { " class=\"n\"" };
+        let numeric = if matches!(*key, "plan" | "types" | "first" | "last") { "" } else { " class=\"n\"" };
         let _ = write!(
             body,
             "<th{numeric}><a href=\"/?sort={key}&amp;desc={}&amp;q={}\">{name}{arrow}</a></th>",
@@ -191,15 +217,19 @@ fn plans_page(mut rows: Vec<PlanRow>, stale: &StaleReport, sort: &str, desc: boo
         let _ = write!(
             body,
             "<tr><td><a class=\"id\" href=\"/plan/{id}\">{id}</a></td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n{}\">{stale}</td><td>{}</td><td>{}</td></tr>",
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n{}\">{stale}</td><td class=\"types\">{}</td><td class=\"time\" title=\"{first}\">{}</td>\
+             <td class=\"time\" title=\"{last}\">{}</td></tr>",
             r.decisions,
             r.max_depth,
             r.corrections,
             r.superseded,
             if stale > 0 { " warn" } else { "" },
-            esc(&r.first),
-            esc(&r.last),
+            esc(types.get(&r.plan_id).map_or("", String::as_str)),
+            esc(&minutes(&r.first)),
+            esc(&minutes(&r.last)),
             id = esc(&r.plan_id),
+            first = esc(&r.first),
+            last = esc(&r.last),
         );
     }
     body.push_str("</tbody></table>");

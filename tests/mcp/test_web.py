@@ -38,7 +38,7 @@ async def test_every_page_loads_and_says_what_it_shows(demo, serve):
     tree = get(f"{base}api/plan/{plan}/tree").json()
     decision = tree["roots"][0]["children"][2]["decision_id"]  # a corrected strategy choice
     pages = {
-        "": ["Plans", plan],
+        "": ["Plans", plan, "strategy_choice 3"],
         f"plan/{plan}": ["13 decisions, 10 standing", "corrected by #3", "superseded by", 'id="search"'],
         f"plan/{plan}?effective=1": ["Show every decision"],
         f"decision/{decision}": ["Correction chain", "What stands now", "Context snapshot", "rationale"],

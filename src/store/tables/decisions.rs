@@ -592,6 +592,27 @@ pub(crate) fn plan_summaries(conn: &Conn) -> Result<Vec<PlanSummary>> {
     )
 }
 
+/// Each plan's decisions counted by type (one grouped scan of the decisions).
+pub(crate) fn plan_type_counts(
+    conn: &Conn,
+) -> Result<std::collections::BTreeMap<PlanId, std::collections::BTreeMap<DecisionType, u64>>> {
+    let mut out: std::collections::BTreeMap<PlanId, std::collections::BTreeMap<DecisionType, u64>> =
+        std::collections::BTreeMap::new();
+    conn.for_each(
+        "SELECT plan_id, decision_type, count(*) FROM decisions GROUP BY plan_id, decision_type",
+        &[],
+        |r| {
+            let (plan, t) = (r.str(0)?, r.str(1)?);
+            let bad =
+                |e: Error| Error::Corrupt { table: "decisions", key: format!("{plan} {t}"), reason: e.to_string() };
+            let plan = PlanId::parse(plan).map_err(bad)?;
+            out.entry(plan).or_default().insert(t.parse::<DecisionType>().map_err(bad)?, count(r, 2).map_err(bad)?);
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}
+
 /// Counts of decisions by type, and of corrections and supersessions, from
 /// the kept counts; run it in one read transaction.
 pub(crate) fn decision_counts(conn: &Conn) -> Result<DecisionCounts> {
