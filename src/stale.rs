@@ -60,6 +60,17 @@ pub enum RiskPath {
     Downstream,
 }
 
+impl RiskPath {
+    /// How a person reads the path from the at-risk decision to the stale
+    /// one: "below" it, or "downstream of" it.
+    pub fn as_words(self) -> &'static str {
+        match self {
+            RiskPath::Descendant => "below",
+            RiskPath::Downstream => "downstream of",
+        }
+    }
+}
+
 /// A stale decision that an at-risk decision builds on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RiskCause {

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use decision_store::calibration::{Calibration, CalibrationOptions, GroupBy, Metrics};
-use decision_store::stale::{RiskPath, StaleOptions};
+use decision_store::stale::StaleOptions;
 
 use super::render::{short, table};
 use super::{open_read, parse_plan, print_json, print_text, stdout, CmdResult, Failure, Format};
@@ -124,13 +124,7 @@ pub fn stale(db: &Path, plan: Option<&str>, all: bool, format: Format) -> CmdRes
                 let why = a
                     .because_of
                     .iter()
-                    .map(|c| {
-                        let via = match c.via {
-                            RiskPath::Descendant => "below",
-                            RiskPath::Downstream => "downstream of",
-                        };
-                        format!("{via} {}", c.stale_decision_id)
-                    })
+                    .map(|c| format!("{} {}", c.via.as_words(), c.stale_decision_id))
                     .collect::<Vec<_>>()
                     .join(", ");
                 vec![a.decision_id.to_string(), what, why]

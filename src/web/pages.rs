@@ -9,7 +9,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use decision_store::calibration::{CalibrationOptions, GroupBy, Metrics};
 use decision_store::projection::{Cl100k, DepthBreadthProjector, ProjectionSpec};
-use decision_store::stale::{RiskPath, StaleOptions, StaleReport};
+use decision_store::stale::{StaleOptions, StaleReport};
 use decision_store::uko::Direction;
 use decision_store::{Decision, DecisionId, DecisionTree, DecisionType};
 use serde_json::Value;
@@ -574,11 +574,7 @@ pub async fn stale(State(stores): State<Arc<Stores>>) -> Response {
                     .because_of
                     .iter()
                     .map(|c| {
-                        let via = match c.via {
-                            RiskPath::Descendant => "below",
-                            RiskPath::Downstream => "downstream of",
-                        };
-                        format!("{via} <a class=\"id\" href=\"/decision/{0}\">{0}</a>", c.stale_decision_id)
+                        format!("{} <a class=\"id\" href=\"/decision/{1}\">{1}</a>", c.via.as_words(), c.stale_decision_id)
                     })
                     .collect();
                 let _ = write!(
