@@ -458,3 +458,24 @@ fn bad_arguments_get_clear_messages_and_never_a_division_by_zero() {
     assert_eq!((lib.overall.scored, lib.overall.brier, lib.overall.ece), (0, None, None));
     fails(&["calibration", "/nonexistent/x.db"], 2, "no decision store here yet");
 }
+
+#[test]
+fn each_plans_decisions_are_counted_by_type() {
+    let f = Fixture::new();
+    let store = Store::open(&f.db).unwrap();
+    let counts = store.plan_type_counts().unwrap();
+    assert_eq!(counts.len(), 2);
+    let mut by_plan: Vec<Vec<(DecisionType, u64)>> =
+        counts.values().map(|c| c.iter().map(|(t, n)| (*t, *n)).collect()).collect();
+    by_plan.sort_by_key(|c| c.iter().map(|(_, n)| n).sum::<u64>());
+    use DecisionType::*;
+    assert_eq!(by_plan[0], [(PromptDefinition, 1), (ToolInvocation, 1)]);
+    // Every decision of every plan is counted once.
+    let total: u64 = counts.values().flat_map(|c| c.values()).sum();
+    assert_eq!(total, store.decision_counts().unwrap().decisions);
+    for (plan, c) in &counts {
+        let held = store.plans().unwrap().into_iter().find(|p| p.plan_id == *plan).unwrap().decisions;
+        assert_eq!(c.values().sum::<u64>(), held, "{plan}");
+    }
+    assert!(by_plan[1].contains(&(StrategyChoice, 2)), "{:?}", by_plan[1]);
+}
