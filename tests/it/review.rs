@@ -477,5 +477,5 @@ fn each_plans_decisions_are_counted_by_type() {
         let held = store.plans().unwrap().into_iter().find(|p| p.plan_id == *plan).unwrap().decisions;
         assert_eq!(c.values().sum::<u64>(), held, "{plan}");
     }
-    assert!(by_plan[1].contains(&(StrategyChoice, 2)), "{:?}", by_plan[1]);
+    assert_eq!(by_plan[1], [(PromptDefinition, 1), (StrategyChoice, 3), (ResourceSelection, 1), (ToolInvocation, 3)]);
 }
