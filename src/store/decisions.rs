@@ -327,6 +327,15 @@ impl Store {
         decisions::plan_summaries(&self.conn)
     }
 
+    /// One plan's summary (a kept row, no decision read), `None` when the
+    /// store holds no decision of `plan`.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when rows cannot be read.
+    pub fn plan_summary(&self, plan: PlanId) -> Result<Option<PlanSummary>> {
+        decisions::plan_summary_of(&self.conn, plan)
+    }
+
     /// Each plan's decisions counted by type.
     ///
     /// # Errors

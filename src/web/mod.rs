@@ -190,7 +190,7 @@ async fn api_tree(State(stores): State<Arc<Stores>>, Path(id): Path<String>, req
 
 /// How many decisions a plan holds now: what an open plan page polls.
 async fn api_count(State(stores): State<Arc<Stores>>, Path(id): Path<String>) -> Response {
-    let n = read(stores, move |s| Ok(s.decision_tree_outline(plan_id(&id)?)?.len())).await;
+    let n = read(stores, move |s| Ok(s.plan_summary(plan_id(&id)?)?.map_or(0, |p| p.decisions))).await;
     answer(n, |n| pretty(&serde_json::json!({ "decisions": n })))
 }
 

@@ -474,8 +474,11 @@ fn each_plans_decisions_are_counted_by_type() {
     let total: u64 = counts.values().flat_map(|c| c.values()).sum();
     assert_eq!(total, store.decision_counts().unwrap().decisions);
     for (plan, c) in &counts {
-        let held = store.plans().unwrap().into_iter().find(|p| p.plan_id == *plan).unwrap().decisions;
-        assert_eq!(c.values().sum::<u64>(), held, "{plan}");
+        let summary = store.plans().unwrap().into_iter().find(|p| p.plan_id == *plan).unwrap();
+        assert_eq!(c.values().sum::<u64>(), summary.decisions, "{plan}");
+        // One plan's summary alone is the same row.
+        assert_eq!(store.plan_summary(*plan).unwrap(), Some(summary));
     }
+    assert_eq!(store.plan_summary(PlanId::generate()).unwrap(), None);
     assert_eq!(by_plan[1], [(PromptDefinition, 1), (StrategyChoice, 3), (ResourceSelection, 1), (ToolInvocation, 3)]);
 }

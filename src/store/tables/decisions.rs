@@ -563,15 +563,26 @@ fn reaches(tx: &Conn, from: DecisionId, to: DecisionId) -> Result<bool> {
 }
 
 /// One summary row per plan, ordered by plan id, from the kept counts.
+/// The columns of a plan's summary, from its kept row.
+const PLAN_SUMMARY: &str = "SELECT plan_id, decisions, max_depth, corrections, superseded, first_decision_id,
+        last_decision_id,
+        (SELECT min(sequence) FROM decisions d WHERE d.plan_id = p.plan_id),
+        (SELECT max(sequence) FROM decisions d WHERE d.plan_id = p.plan_id)
+ FROM plans p";
+
 pub(crate) fn plan_summaries(conn: &Conn) -> Result<Vec<PlanSummary>> {
-    conn.query_vec(
-        // The sequences come from the (plan_id, sequence) index: two seeks a plan.
-        "SELECT plan_id, decisions, max_depth, corrections, superseded, first_decision_id, last_decision_id,
-                (SELECT min(sequence) FROM decisions d WHERE d.plan_id = p.plan_id),
-                (SELECT max(sequence) FROM decisions d WHERE d.plan_id = p.plan_id)
-         FROM plans p ORDER BY plan_id",
-        &[],
-        |r| {
+    // The sequences come from the (plan_id, sequence) index: two seeks a plan.
+    conn.query_vec(&format!("{PLAN_SUMMARY} ORDER BY plan_id"), &[], plan_summary)
+}
+
+/// One plan's summary, `None` when the store holds no decision of it.
+pub(crate) fn plan_summary_of(conn: &Conn, plan: PlanId) -> Result<Option<PlanSummary>> {
+    conn.query_opt(&format!("{PLAN_SUMMARY} WHERE plan_id = ?1"), vals![plan.to_string().as_str()], plan_summary)
+}
+
+fn plan_summary(r: &Row<'_>) -> Result<PlanSummary> {
+    {
+        {
             let plan = r.str(0)?;
             let bad = |e: Error| Error::Corrupt { table: "plans", key: plan.to_owned(), reason: e.to_string() };
             let summary = || -> Result<PlanSummary> {
@@ -588,8 +599,8 @@ pub(crate) fn plan_summaries(conn: &Conn) -> Result<Vec<PlanSummary>> {
                 })
             };
             summary().map_err(bad)
-        },
-    )
+        }
+    }
 }
 
 /// Each plan's decisions counted by type (one grouped scan of the decisions).
