@@ -33,6 +33,8 @@ impl Store {
     pub fn ingest(&mut self, root: impl AsRef<Path>, options: IngestOptions) -> Result<IngestReport> {
         self.writable()?;
         let first_load = self.is_first_load()?;
+        // `git log` runs beside the parsing.
+        let reading = if options.history { Some(history::start(&self.conn, root.as_ref())?) } else { None };
         let run = || ingest(&self.conn, root.as_ref(), options, first_load);
         // The graph's indexes take keys in no order (URIs, terms): a cache
         // of 128 MiB while the ingest writes keeps them in memory.
@@ -40,8 +42,8 @@ impl Store {
             Some(c) => super::engine::sqlite::with_cache(c, 128 << 10, run)?,
             None => run()?,
         };
-        if options.history {
-            history::update(&self.conn, root.as_ref(), &mut report.history)?;
+        if let Some(reading) = reading {
+            history::update(&self.conn, root.as_ref(), reading, &mut report.history)?;
         } else {
             report.history.none = Some("not read (--no-history)".into());
         }

@@ -354,3 +354,37 @@ fn the_default_context_ranks_files_by_the_graph_the_history_and_the_words() {
     let place = |f: &str| ranked.iter().position(|x| x == f).unwrap_or(usize::MAX);
     assert!(place("ledger.py") > place("invoices.py") && place("ledger.py") > place("rates.py"), "{ranked:?}");
 }
+
+#[test]
+fn two_ingests_at_once_count_each_commit_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    commit(&repo, &[("a.py", &py("a", 0)), ("b.py", &py("b", 0)), ("c.py", &py("c", 0))]);
+    let db = dir.path().join("s.db");
+    Store::open(&db).unwrap().ingest(&repo, IngestOptions::default()).unwrap();
+    for round in 1..=6 {
+        commit(&repo, &[("a.py", &py("a", round)), ("b.py", &py("b", round))]);
+        commit(&repo, &[("b.py", &py("b", 100 + round)), ("c.py", &py("c", round))]);
+        // Two writers bring the same store up to date at the same moment.
+        let start = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let mut store = Store::open(&db).unwrap();
+                    start.wait();
+                    store.ingest(&repo, IngestOptions::default()).unwrap();
+                });
+            }
+        });
+        // As one ingest of the whole history would have them.
+        let fresh = dir.path().join(format!("fresh{round}.db"));
+        Store::open(&fresh).unwrap().ingest(&repo, IngestOptions::default()).unwrap();
+        let (ours, theirs) = (links(&db), links(&fresh));
+        assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>());
+        for (pair, w) in &theirs {
+            assert!((ours[pair] - w).abs() < 1e-9 * w.max(1.0), "round {round}: {pair:?} {} vs {w}", ours[pair]);
+        }
+    }
+}

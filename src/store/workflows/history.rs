@@ -4,21 +4,26 @@
 //!
 //! ## Locking
 //!
-//! `git log` runs outside any transaction. The links are then written a
+//! `git log` runs outside any transaction, on a thread of its own that
+//! starts with the ingest (it reads while the tree is parsed). The links
+//! are then written a
 //! run of whole commits per transaction, at most [`BOUND`] rows or
 //! [`MAX_HOLD`] each, and every transaction records the last commit it
 //! wrote (`code_history`): an ingest that stops part-way leaves the links
 //! of a prefix of the history, and the next one reads on from there, so
 //! no commit is counted twice or lost. A transaction that links files
 //! bumps the graph's generation without unsettling `ingest`'s resolution
-//! of the code relations, which the links do not touch.
+//! of the code relations, which the links do not touch. Each transaction
+//! first checks that the stored history is the one it continues: when
+//! another ingest moved it on meanwhile, this one reads again from there
+//! rather than count a commit twice.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::error::Result;
-use crate::ingest::history::{self, NoHistory, MAX_COMMIT_FILES, TAU};
+use crate::error::{Error, Result};
+use crate::ingest::history::{self, History, NoHistory, MAX_COMMIT_FILES, TAU};
 use crate::ingest::HistoryReport;
 use crate::store::engine::Conn;
 use crate::store::tables::{graph, history as table};
@@ -34,21 +39,67 @@ const RESCALE_AFTER: f64 = 200.0;
 /// weights' base, the links (a, b, weight)).
 type Run = (String, u64, u64, Vec<(i64, i64, f64)>);
 
-/// Reads the commits after the one read last into `co_changed` links
-/// between the tree's ingested files.
-pub(crate) fn update(conn: &Conn, root: &Path, report: &mut HistoryReport) -> Result<()> {
+/// The history as stored when reading began, and what `git log` read from there.
+pub(crate) struct Reading {
+    state: Option<table::State>,
+    read: std::result::Result<History, NoHistory>,
+}
+
+/// Starts reading the commits after the one read last, on a thread of its
+/// own, so that `git log` runs while the tree is parsed and written.
+pub(crate) fn start(conn: &Conn, root: &Path) -> Result<std::thread::JoinHandle<Reading>> {
     let state = table::state(conn)?;
-    let read = match history::read(root, state.as_ref().map(|s| s.head.as_str())) {
+    let root = root.to_owned();
+    std::thread::Builder::new()
+        .name("dstore-git-log".into())
+        .spawn(move || {
+            let read = history::read(&root, state.as_ref().map(|s| s.head.as_str()));
+            Reading { state, read }
+        })
+        .map_err(Error::Io)
+}
+
+/// Reads the commits after the one read last into `co_changed` links
+/// between the tree's ingested files: `reading` ([`start`]ed before), then
+/// again from what is stored whenever another ingest moved the history on
+/// meanwhile (its transactions check), a few times at most.
+pub(crate) fn update(
+    conn: &Conn,
+    root: &Path,
+    reading: std::thread::JoinHandle<Reading>,
+    report: &mut HistoryReport,
+) -> Result<()> {
+    let mut reading = reading.join().map_err(|_| Error::storage("reading the git history panicked"))?;
+    for _ in 0..ROUNDS {
+        *report = HistoryReport::default();
+        if apply(conn, reading, report)? {
+            return Ok(());
+        }
+        let state = table::state(conn)?;
+        let read = history::read(root, state.as_ref().map(|s| s.head.as_str()));
+        reading = Reading { state, read };
+    }
+    Err(Error::Busy)
+}
+
+/// How often [`update`] reads again after another ingest moved the history on.
+const ROUNDS: usize = 4;
+
+/// Writes what `reading` read. False when another writer moved the stored
+/// history on since it was read: nothing more is written then.
+fn apply(conn: &Conn, reading: Reading, report: &mut HistoryReport) -> Result<bool> {
+    let Reading { state, read } = reading;
+    let read = match read {
         Ok(read) => read,
         Err(NoHistory(why)) => {
             report.none = Some(why);
-            return Ok(());
+            return Ok(true);
         }
     };
     report.head = Some(read.head.clone());
     report.restarted = read.restarted;
     if read.commits.is_empty() && !read.restarted && state.as_ref().is_some_and(|s| s.head == read.head) {
-        return Ok(());
+        return Ok(true);
     }
     report.commits = read.commits.len() as u64;
     let (mut clock, mut base) = match &state {
@@ -83,9 +134,16 @@ pub(crate) fn update(conn: &Conn, root: &Path, report: &mut HistoryReport) -> Re
     }
     let mut next = 0;
     let mut first = true;
+    // The stored history each transaction expects to find: what the reading
+    // started from, then what the previous transaction left.
+    let mut expected = state.clone();
     while first || next < runs.len() {
         let tx = conn.begin_write()?;
         let generation = graph::lock(&tx)?;
+        if table::state(&tx)? != expected {
+            // Another ingest read the history meanwhile.
+            return Ok(false);
+        }
         if first && (read.restarted || state.is_none()) {
             table::clear(&tx)?;
         }
@@ -111,9 +169,11 @@ pub(crate) fn update(conn: &Conn, root: &Path, report: &mut HistoryReport) -> Re
         };
         // The head recorded is the last commit written, HEAD once all are.
         let head = if next == runs.len() { read.head.clone() } else { head };
-        table::set_state(&tx, &table::State { head, clock, base })?;
+        let now = table::State { head, clock, base };
+        table::set_state(&tx, &now)?;
         graph::bump_resolved(&tx, generation)?;
         tx.commit()?;
+        expected = Some(now);
     }
-    Ok(())
+    Ok(true)
 }
