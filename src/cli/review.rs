@@ -8,7 +8,7 @@ use std::path::Path;
 use decision_store::calibration::{Calibration, CalibrationOptions, GroupBy, Metrics};
 use decision_store::stale::StaleOptions;
 
-use super::render::{short, table};
+use super::render::{figure, short, table};
 use super::{open_read, parse_plan, print_json, print_text, stdout, CmdResult, Failure, Format};
 
 /// Output format of `calibration`.
@@ -177,10 +177,6 @@ pub fn calibration(
         }
     }
     Ok(0)
-}
-
-fn figure(x: Option<f64>) -> String {
-    x.map_or_else(|| "-".into(), |x| format!("{x:.3}"))
 }
 
 fn row(name: &str, m: &Metrics) -> Vec<String> {

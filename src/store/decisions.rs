@@ -341,9 +341,7 @@ impl Store {
     /// # Errors
     /// [`Error::Storage`] when rows cannot be read, [`Error::Corrupt`] when a
     /// stored plan id or type is not one.
-    pub fn plan_type_counts(
-        &self,
-    ) -> Result<std::collections::BTreeMap<PlanId, std::collections::BTreeMap<crate::DecisionType, u64>>> {
+    pub fn plan_type_counts(&self) -> Result<decisions::PlanTypeCounts> {
         decisions::plan_type_counts(&self.conn)
     }
 

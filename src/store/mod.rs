@@ -73,7 +73,7 @@ use tables::ledger::Ledger;
 
 pub use schema::supported_schema_version;
 pub use tables::check::{Problem, ProblemKind};
-pub use tables::decisions::{DecisionCounts, Digest, PlanSummary};
+pub use tables::decisions::{DecisionCounts, Digest, PlanSummary, PlanTypeCounts};
 pub use tables::graph::{GraphCounts, Neighbour};
 pub use tables::integrity::{Anchor, AnchorScope};
 pub use tables::rows::PreparedDecision;

@@ -28,7 +28,8 @@ use decision_store::stale::StaleOptions;
 use decision_store::{DecisionId, PlanId};
 
 use crate::cli::inspect::{json_tree, plan_rows, show_report};
-use crate::mcp::args::{Outcome, Refusal};
+use crate::cli::Failure;
+use crate::mcp::args::Refusal;
 use crate::mcp::Stores;
 
 /// What every response of the web view carries.
@@ -75,14 +76,64 @@ fn asset(kind: &'static str, text: &'static str) -> Response {
     ([(header::CONTENT_TYPE, kind), (header::CACHE_CONTROL, "max-age=3600")], text).into_response()
 }
 
+/// Why a page or document is not shown, with its HTTP status: 404 for what
+/// the store does not hold, 400 for a bad request, 500 when the store failed.
+pub(crate) struct Miss {
+    status: StatusCode,
+    message: String,
+}
+
+impl Miss {
+    fn bad(message: impl Into<String>) -> Self {
+        Miss { status: StatusCode::BAD_REQUEST, message: message.into() }
+    }
+
+    fn not_found(message: impl Into<String>) -> Self {
+        Miss { status: StatusCode::NOT_FOUND, message: message.into() }
+    }
+}
+
+impl From<decision_store::Error> for Miss {
+    fn from(e: decision_store::Error) -> Self {
+        use decision_store::Error::{DecisionNotFound, PlanNotFound};
+        let status = match &e {
+            DecisionNotFound(_) | PlanNotFound(_) => StatusCode::NOT_FOUND,
+            e if e.is_input_error() => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        Miss { status, message: e.to_string() }
+    }
+}
+
+/// A request the arguments' checks refused (`Refusal::field`).
+impl From<Refusal> for Miss {
+    fn from(r: Refusal) -> Self {
+        Miss::bad(r.0)
+    }
+}
+
+impl From<Failure> for Miss {
+    fn from(f: Failure) -> Self {
+        let status = if f.code == 2 { StatusCode::BAD_REQUEST } else { StatusCode::INTERNAL_SERVER_ERROR };
+        Miss { status, message: f.message }
+    }
+}
+
+/// What a handler reads, or why it is not shown.
+pub(crate) type Shown<T> = Result<T, Miss>;
+
 /// Runs `f` on a read-only connection, off the async threads.
 async fn read<T: Send + 'static>(
     stores: Arc<Stores>,
-    f: impl FnOnce(&decision_store::Store) -> Outcome<T> + Send + 'static,
-) -> Outcome<T> {
-    tokio::task::spawn_blocking(move || stores.read(f))
-        .await
-        .unwrap_or_else(|e| Err(Refusal(format!("internal error: {e}"))))
+    f: impl FnOnce(&decision_store::Store) -> Shown<T> + Send + 'static,
+) -> Shown<T> {
+    let internal = |message: String| Miss { status: StatusCode::INTERNAL_SERVER_ERROR, message };
+    match tokio::task::spawn_blocking(move || stores.read(|s| Ok(f(s)))).await {
+        Ok(Ok(shown)) => shown,
+        // No connection of the pool could be had.
+        Ok(Err(r)) => Err(internal(r.0)),
+        Err(e) => Err(internal(format!("internal error: {e}"))),
+    }
 }
 
 /// The value of `key` in the request's query string, percent-decoded.
@@ -143,45 +194,42 @@ fn api_error(status: StatusCode, message: &str) -> Response {
     json(status, serde_json::to_vec(&serde_json::json!({ "error": message })).unwrap_or_default())
 }
 
-/// A refusal as an API answer: 404 for what the store does not hold, 400 else.
-fn api_refusal(r: &Refusal) -> Response {
-    let status = if r.0.contains("not found") || r.0.contains("no decision") || r.0.contains("no plan") {
-        StatusCode::NOT_FOUND
-    } else {
-        StatusCode::BAD_REQUEST
-    };
-    api_error(status, &r.0)
+fn plan_id(text: &str) -> Shown<PlanId> {
+    PlanId::parse(text).map_err(|e| Miss::bad(format!("plan id: {e}")))
 }
 
-fn plan_id(text: &str) -> Outcome<PlanId> {
-    PlanId::parse(text).map_err(|e| Refusal(format!("plan id: {e}")))
+fn decision_id(text: &str) -> Shown<DecisionId> {
+    DecisionId::parse(text).map_err(|e| Miss::bad(format!("decision id: {e}")))
 }
 
-fn decision_id(text: &str) -> Outcome<DecisionId> {
-    DecisionId::parse(text).map_err(|e| Refusal(format!("decision id: {e}")))
+/// A plan's outline; a plan without decisions is not found.
+fn outline_of(s: &decision_store::Store, plan: PlanId) -> Shown<decision_store::DecisionTree> {
+    let tree = s.decision_tree_outline(plan)?;
+    if tree.is_empty() {
+        return Err(Miss::not_found(format!("no plan {plan} in the store")));
+    }
+    Ok(tree)
 }
 
-fn answer<T>(outcome: Outcome<T>, ok: impl FnOnce(T) -> Response) -> Response {
-    match outcome {
+fn answer<T>(shown: Shown<T>, ok: impl FnOnce(T) -> Response) -> Response {
+    match shown {
         Ok(v) => ok(v),
-        Err(r) => api_refusal(&r),
+        Err(m) => api_error(m.status, &m.message),
     }
 }
 
 async fn api_plans(State(stores): State<Arc<Stores>>) -> Response {
-    answer(read(stores, |s| plan_rows(s).map_err(|f| Refusal(f.message))).await, |rows| pretty(&rows))
+    answer(read(stores, |s| Ok(plan_rows(s)?)).await, |rows| pretty(&rows))
 }
 
 async fn api_tree(State(stores): State<Arc<Stores>>, Path(id): Path<String>, request: Request) -> Response {
     let effective = query(&request, "effective").is_some_and(|v| v == "1" || v == "true");
     let body = read(stores, move |s| {
         let plan = plan_id(&id)?;
-        let tree = s.decision_tree_outline(plan)?;
-        if tree.is_empty() {
-            return Err(Refusal(format!("no plan {plan} in the store (not found)")));
-        }
+        let tree = outline_of(s, plan)?;
         let mut out = Vec::new();
-        json_tree(&tree, &plan.to_string(), &tree.view(effective), &mut out).map_err(|e| Refusal(e.to_string()))?;
+        json_tree(&tree, &plan.to_string(), &tree.view(effective), &mut out)
+            .map_err(|e| Miss::from(decision_store::Error::Io(e)))?;
         Ok(out)
     })
     .await;
@@ -190,7 +238,12 @@ async fn api_tree(State(stores): State<Arc<Stores>>, Path(id): Path<String>, req
 
 /// How many decisions a plan holds now: what an open plan page polls.
 async fn api_count(State(stores): State<Arc<Stores>>, Path(id): Path<String>) -> Response {
-    let n = read(stores, move |s| Ok(s.plan_summary(plan_id(&id)?)?.map_or(0, |p| p.decisions))).await;
+    let n = read(stores, move |s| {
+        let plan = plan_id(&id)?;
+        let summary = s.plan_summary(plan)?.ok_or_else(|| decision_store::Error::PlanNotFound(plan.to_string()))?;
+        Ok(summary.decisions)
+    })
+    .await;
     answer(n, |n| pretty(&serde_json::json!({ "decisions": n })))
 }
 
@@ -198,7 +251,7 @@ async fn api_decision(State(stores): State<Arc<Stores>>, Path(id): Path<String>)
     let report = read(stores, move |s| {
         let id = decision_id(&id)?;
         let tree = s.tree_of(id)?;
-        show_report(&tree, id).ok_or_else(|| Refusal(format!("decision {id} not found")))
+        show_report(&tree, id).ok_or_else(|| Miss::from(decision_store::Error::DecisionNotFound(id.to_string())))
     })
     .await;
     answer(report, |r| pretty(&r))
@@ -208,13 +261,13 @@ async fn api_stale(State(stores): State<Arc<Stores>>) -> Response {
     answer(read(stores, |s| Ok(s.stale(StaleOptions::default())?)).await, |r| pretty(&r))
 }
 
-pub(crate) fn group_by(name: Option<&str>) -> Outcome<Option<GroupBy>> {
+pub(crate) fn group_by(name: Option<&str>) -> Shown<Option<GroupBy>> {
     match name {
         None | Some("") => Ok(None),
         Some("type") => Ok(Some(GroupBy::Type)),
         Some("phase") => Ok(Some(GroupBy::Phase)),
         Some("plan") => Ok(Some(GroupBy::Plan)),
-        Some(other) => Err(Refusal::field("by", format!("is {other:?}; it must be type, phase or plan"))),
+        Some(other) => Err(Refusal::field("by", format!("is {other:?}; it must be type, phase or plan")).into()),
     }
 }
 
@@ -232,12 +285,13 @@ async fn api_calibration(State(stores): State<Arc<Stores>>, request: Request) ->
 async fn api_calibration_svg(State(stores): State<Arc<Stores>>) -> Response {
     let drawn = read(stores, |s| {
         let c = s.calibration(CalibrationOptions::default())?;
-        crate::cli::review::svg(&c).map_err(|e| Refusal(format!("drawing: {e}")))
+        crate::cli::review::svg(&c)
+            .map_err(|e| Miss { status: StatusCode::INTERNAL_SERVER_ERROR, message: format!("drawing: {e}") })
     })
     .await;
     match drawn {
         Ok(svg) => ([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response(),
-        Err(r) => api_refusal(&r),
+        Err(m) => api_error(m.status, &m.message),
     }
 }
 

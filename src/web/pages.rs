@@ -10,13 +10,14 @@ use axum::response::{IntoResponse, Response};
 use decision_store::calibration::{CalibrationOptions, GroupBy, Metrics};
 use decision_store::projection::{Cl100k, DepthBreadthProjector, ProjectionSpec};
 use decision_store::stale::{StaleOptions, StaleReport};
-use decision_store::uko::Direction;
+use decision_store::uko::{Direction, GraphSource, NodeKey};
 use decision_store::{Decision, DecisionId, DecisionTree, DecisionType};
 use serde_json::Value;
 
-use super::{decision_id, plan_id, query, read};
+use super::{decision_id, outline_of, plan_id, query, read, Shown};
 use crate::cli::inspect::{plan_rows, PlanRow};
-use crate::mcp::args::{Outcome, Refusal};
+use crate::cli::render::{confidence, figure};
+use crate::mcp::args::Refusal;
 use crate::mcp::Stores;
 
 /// Escapes text for HTML content and for quoted attribute values.
@@ -61,10 +62,6 @@ fn minutes(time: &str) -> String {
     time.get(..16).map_or_else(|| time.to_owned(), |t| t.replacen('T', " ", 1))
 }
 
-fn confidence(c: Option<f64>) -> String {
-    c.map_or_else(|| "–".to_owned(), |c| format!("{c:.2}"))
-}
-
 /// A whole page: the navigation, `title`, and `body` (already HTML).
 fn page(title: &str, body: &str) -> Response {
     let mut html = String::with_capacity(body.len() + 1024);
@@ -93,16 +90,8 @@ pub fn not_found(message: &str) -> Response {
     error_page(StatusCode::NOT_FOUND, message)
 }
 
-fn refused(r: &Refusal) -> Response {
-    if r.0.contains("not found") || r.0.contains("no plan") {
-        not_found(&r.0)
-    } else {
-        error_page(StatusCode::BAD_REQUEST, &r.0)
-    }
-}
-
-fn shown(outcome: Outcome<Response>) -> Response {
-    outcome.unwrap_or_else(|r| refused(&r))
+fn shown(shown: Shown<Response>) -> Response {
+    shown.unwrap_or_else(|m| error_page(m.status, &m.message))
 }
 
 // ---- plans ----
@@ -125,7 +114,7 @@ pub async fn plans(State(stores): State<Arc<Stores>>, request: Request) -> Respo
     let desc = query(&request, "desc").map_or(sort == "last", |v| v == "1");
     let filter = query(&request, "q").unwrap_or_default();
     let data = read(stores, |s| {
-        let rows = plan_rows(s).map_err(|f| Refusal(f.message))?;
+        let rows = plan_rows(s)?;
         let stale = s.stale(StaleOptions { plan: None, all: true })?;
         let types = s.plan_type_counts()?;
         Ok((rows, stale, types))
@@ -247,11 +236,7 @@ pub async fn plan(State(stores): State<Arc<Stores>>, Path(id): Path<String>, req
     let fragment = query(&request, "fragment").is_some_and(|v| v == "tree");
     let data = read(stores, move |s| {
         let plan = plan_id(&id)?;
-        let tree = s.decision_tree_outline(plan)?;
-        if tree.is_empty() {
-            return Err(Refusal(format!("no plan {plan} in the store (not found)")));
-        }
-        Ok((plan, tree))
+        Ok((plan, outline_of(s, plan)?))
     })
     .await;
     shown(data.map(|(plan, tree)| {
@@ -359,10 +344,8 @@ pub async fn decision(State(stores): State<Arc<Stores>>, Path(id): Path<String>)
     let data = read(stores, move |s| {
         let id = decision_id(&id)?;
         let tree = s.tree_of(id)?;
-        if tree.get(id).is_none() {
-            return Err(Refusal(format!("decision {id} not found")));
-        }
-        let stale = s.stale(StaleOptions { plan: Some(tree.get(id).expect("held").plan_id()), all: true })?;
+        let plan = tree.get(id).ok_or_else(|| decision_store::Error::DecisionNotFound(id.to_string()))?.plan_id();
+        let stale = s.stale(StaleOptions { plan: Some(plan), all: true })?;
         Ok((id, tree, stale))
     })
     .await;
@@ -632,10 +615,6 @@ pub async fn calibration(State(stores): State<Arc<Stores>>) -> Response {
     }))
 }
 
-fn figure(x: Option<f64>) -> String {
-    x.map_or_else(|| "–".into(), |x| format!("{x:.3}"))
-}
-
 fn metrics_table(body: &mut String, title: &str, rows: &[(String, &Metrics)]) {
     let _ = write!(
         body,
@@ -695,37 +674,34 @@ pub async fn context(State(stores): State<Arc<Stores>>, request: Request) -> Res
     let data = read(stores, move |s| {
         let held = s.known_uris(&focus)?;
         if let Some(missing) = focus.iter().find(|u| !held.contains(*u)) {
-            return Err(Refusal::field("focus", format!("{missing} is not a node of the graph")));
+            return Err(Refusal::field("focus", format!("{missing} is not a node of the graph")).into());
         }
         let spec = ProjectionSpec::for_focus(focus.iter().cloned())?;
         let projector = DepthBreadthProjector::new();
-        let (set, links) = s.read_snapshot(|s| {
+        Ok(s.read_snapshot(|s| {
             let (_, set) = projector.project_with_fragments(s, &spec, &Cl100k, Some(budget))?;
             let shown = pictured(&focus, &set.fragments);
-            // The links between the nodes pictured, each once.
-            let mut links = Vec::new();
-            for (i, uri) in shown.iter().enumerate() {
-                for n in s.neighbours(uri, Direction::Outgoing, None)? {
-                    if let Some(j) = shown.iter().position(|u| *u == n.uri) {
-                        if i != j {
-                            links.push((i, j, n.relation));
-                        }
-                    }
-                }
-            }
-            Ok((set, (shown, focus.len(), links)))
-        })?;
-        Ok((set, links))
+            // The links between the nodes pictured: one step out of all of them at once.
+            let keys = s.resolve(&shown)?;
+            let at: HashMap<NodeKey, usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
+            let links: Vec<(usize, usize)> = s
+                .expand(&keys, Direction::Outgoing, None)?
+                .into_iter()
+                .filter_map(|(a, b)| Some((at[&a], *at.get(&b)?)))
+                .filter(|(i, j)| i != j)
+                .collect();
+            Ok((set, shown, focus.len(), links))
+        })?)
     })
     .await;
     match data {
-        Err(r) => {
-            let _ = write!(body, "<p class=\"error\">{}</p>", esc(&r.0));
+        Err(m) => {
+            let _ = write!(body, "<p class=\"error\">{}</p>", esc(&m.message));
             let mut page = page("Context", &body);
-            *page.status_mut() = StatusCode::BAD_REQUEST;
+            *page.status_mut() = m.status;
             page
         }
-        Ok((set, (shown, focused, links))) => {
+        Ok((set, shown, focused, links)) => {
             let files: HashSet<&str> =
                 set.fragments.iter().map(|f| f.resource_uri()).filter(|r| !r.is_empty()).collect();
             let _ = write!(
@@ -791,7 +767,7 @@ fn depth_class(depth: u32) -> &'static str {
 /// The neighbourhood as an SVG: the focus in the middle, the other nodes on
 /// rings in the order they were chosen, coloured by their detail, and the
 /// graph's links between them.
-fn picture(shown: &[String], focus: usize, links: &[(usize, usize, String)], depths: &HashMap<&str, u32>) -> String {
+fn picture(shown: &[String], focus: usize, links: &[(usize, usize)], depths: &HashMap<&str, u32>) -> String {
     const W: f64 = 1120.0;
     const H: f64 = 600.0;
     let (cx, cy) = (W / 2.0, H / 2.0);
@@ -816,13 +792,9 @@ fn picture(shown: &[String], focus: usize, links: &[(usize, usize, String)], dep
         "<figure class=\"neighbourhood\"><svg viewBox=\"0 0 {W} {H}\" role=\"img\" \
          aria-label=\"The focus and the nodes of its context, with the links between them\">"
     );
-    for (a, b, relation) in links {
+    for (a, b) in links {
         let ((x1, y1), (x2, y2)) = (at[*a], at[*b]);
-        let _ = write!(
-            svg,
-            "<line x1=\"{x1:.0}\" y1=\"{y1:.0}\" x2=\"{x2:.0}\" y2=\"{y2:.0}\" class=\"link\"><title>{}</title></line>",
-            esc(relation)
-        );
+        let _ = write!(svg, "<line x1=\"{x1:.0}\" y1=\"{y1:.0}\" x2=\"{x2:.0}\" y2=\"{y2:.0}\" class=\"link\"></line>");
     }
     for (i, uri) in shown.iter().enumerate() {
         let (x, y) = at[i];

@@ -92,6 +92,9 @@ async def test_the_api_serves_the_clis_documents(demo, serve):
         assert r.text == run(*args, check=False).stdout, path
     assert get(base + "api/calibration?by=colour").status_code == 400
     assert get(base + "api/decision/01M8NPMYVYT74S49A04YCJKAPZ").status_code == 404
+    assert get(base + "api/plan/01M8NPMYVYT74S49A04YCJKAPZ/tree").status_code == 404
+    assert get(base + "api/plan/01M8NPMYVYT74S49A04YCJKAPZ/count").status_code == 404
+    assert get(base + "api/plan/not-a-plan/count").status_code == 400
 
 
 async def test_stored_text_is_shown_as_text(store, serve):

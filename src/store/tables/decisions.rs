@@ -562,16 +562,16 @@ fn reaches(tx: &Conn, from: DecisionId, to: DecisionId) -> Result<bool> {
     Ok(false)
 }
 
-/// One summary row per plan, ordered by plan id, from the kept counts.
-/// The columns of a plan's summary, from its kept row.
+/// The columns of a plan's summary, from its kept row (the sequences from
+/// the (plan_id, sequence) index: two seeks a plan).
 const PLAN_SUMMARY: &str = "SELECT plan_id, decisions, max_depth, corrections, superseded, first_decision_id,
         last_decision_id,
         (SELECT min(sequence) FROM decisions d WHERE d.plan_id = p.plan_id),
         (SELECT max(sequence) FROM decisions d WHERE d.plan_id = p.plan_id)
  FROM plans p";
 
+/// One summary row per plan, ordered by plan id, from the kept counts.
 pub(crate) fn plan_summaries(conn: &Conn) -> Result<Vec<PlanSummary>> {
-    // The sequences come from the (plan_id, sequence) index: two seeks a plan.
     conn.query_vec(&format!("{PLAN_SUMMARY} ORDER BY plan_id"), &[], plan_summary)
 }
 
@@ -580,35 +580,31 @@ pub(crate) fn plan_summary_of(conn: &Conn, plan: PlanId) -> Result<Option<PlanSu
     conn.query_opt(&format!("{PLAN_SUMMARY} WHERE plan_id = ?1"), vals![plan.to_string().as_str()], plan_summary)
 }
 
+/// A plan's summary from a row of [`PLAN_SUMMARY`].
 fn plan_summary(r: &Row<'_>) -> Result<PlanSummary> {
-    {
-        {
-            let plan = r.str(0)?;
-            let bad = |e: Error| Error::Corrupt { table: "plans", key: plan.to_owned(), reason: e.to_string() };
-            let summary = || -> Result<PlanSummary> {
-                Ok(PlanSummary {
-                    plan_id: PlanId::parse(plan)?,
-                    decisions: count(r, 1)?,
-                    max_depth: count(r, 2)?,
-                    corrections: count(r, 3)?,
-                    superseded: count(r, 4)?,
-                    first_ms: DecisionId::parse(r.str(5)?)?.timestamp_ms(),
-                    last_ms: DecisionId::parse(r.str(6)?)?.timestamp_ms(),
-                    first_sequence: count(r, 7)?,
-                    last_sequence: count(r, 8)?,
-                })
-            };
-            summary().map_err(bad)
-        }
-    }
+    let plan = r.str(0)?;
+    let summary = || -> Result<PlanSummary> {
+        Ok(PlanSummary {
+            plan_id: PlanId::parse(plan)?,
+            decisions: count(r, 1)?,
+            max_depth: count(r, 2)?,
+            corrections: count(r, 3)?,
+            superseded: count(r, 4)?,
+            first_ms: DecisionId::parse(r.str(5)?)?.timestamp_ms(),
+            last_ms: DecisionId::parse(r.str(6)?)?.timestamp_ms(),
+            first_sequence: count(r, 7)?,
+            last_sequence: count(r, 8)?,
+        })
+    };
+    summary().map_err(|e| Error::Corrupt { table: "plans", key: plan.to_owned(), reason: e.to_string() })
 }
 
+/// Each plan's decisions by type.
+pub type PlanTypeCounts = std::collections::BTreeMap<PlanId, std::collections::BTreeMap<DecisionType, u64>>;
+
 /// Each plan's decisions counted by type (one grouped scan of the decisions).
-pub(crate) fn plan_type_counts(
-    conn: &Conn,
-) -> Result<std::collections::BTreeMap<PlanId, std::collections::BTreeMap<DecisionType, u64>>> {
-    let mut out: std::collections::BTreeMap<PlanId, std::collections::BTreeMap<DecisionType, u64>> =
-        std::collections::BTreeMap::new();
+pub(crate) fn plan_type_counts(conn: &Conn) -> Result<PlanTypeCounts> {
+    let mut out = PlanTypeCounts::new();
     conn.for_each(
         "SELECT plan_id, decision_type, count(*) FROM decisions GROUP BY plan_id, decision_type",
         &[],

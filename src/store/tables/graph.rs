@@ -435,7 +435,7 @@ fn in_order<T>(slots: Vec<Option<T>>, keys: &[NodeKey]) -> Result<Vec<T>> {
 /// graph's state, the ingested files and nodes, and edges by their ends.
 #[cfg(feature = "ingest")]
 pub(crate) mod code {
-    use std::collections::HashMap;
+    use rustc_hash::FxHashMap;
 
     use super::{checked, UPSERT_NODE};
     use crate::error::{Error, Result};
@@ -457,7 +457,7 @@ pub(crate) mod code {
     }
 
     /// Each ingested file's stored version, by its `project://` URI.
-    pub(crate) fn files(conn: &Conn) -> Result<HashMap<String, Option<String>>> {
+    pub(crate) fn files(conn: &Conn) -> Result<FxHashMap<String, Option<String>>> {
         Ok(conn
             .query_vec(
                 "SELECT uri, version FROM uko_nodes WHERE kind = 'file' AND resource_uri = uri AND domain = 'uko-code:'",
@@ -537,7 +537,7 @@ pub(crate) mod code {
             tx: &WriteTx<'_>,
             node: &UkoNode,
             fresh: bool,
-            keys: &mut rustc_hash::FxHashMap<String, NodeKey>,
+            keys: &mut FxHashMap<String, NodeKey>,
         ) -> Result<()> {
             checked(tx, node)?;
             let values = vals![&node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri];
@@ -569,13 +569,13 @@ pub(crate) mod code {
             source: &str,
             relation: &str,
             target: &str,
-            keys: &mut rustc_hash::FxHashMap<String, NodeKey>,
+            keys: &mut FxHashMap<String, NodeKey>,
         ) -> Result<()> {
             let (s, t) = (self.key(source, keys)?, self.key(target, keys)?);
             self.edge.execute(vals![s, t, relation]).map(drop)
         }
 
-        fn key(&mut self, uri: &str, keys: &mut rustc_hash::FxHashMap<String, NodeKey>) -> Result<NodeKey> {
+        fn key(&mut self, uri: &str, keys: &mut FxHashMap<String, NodeKey>) -> Result<NodeKey> {
             if let Some(&k) = keys.get(uri) {
                 return Ok(k);
             }

@@ -11,7 +11,7 @@ use crate::store::engine::{vals, Conn, WriteTx};
 
 /// Each indexed file's version: the version its terms were read from.
 #[cfg(feature = "ingest")]
-pub(crate) fn versions(conn: &Conn) -> Result<HashMap<String, String>> {
+pub(crate) fn versions(conn: &Conn) -> Result<rustc_hash::FxHashMap<String, String>> {
     Ok(conn
         .query_vec("SELECT resource_uri, version FROM code_term_docs", &[], |r| Ok((r.string(0)?, r.string(1)?)))?
         .into_iter()

@@ -50,13 +50,13 @@ pub(crate) struct Reading {
 pub(crate) fn start(conn: &Conn, root: &Path) -> Result<std::thread::JoinHandle<Reading>> {
     let state = table::state(conn)?;
     let root = root.to_owned();
-    std::thread::Builder::new()
-        .name("dstore-git-log".into())
-        .spawn(move || {
-            let read = history::read(&root, state.as_ref().map(|s| s.head.as_str()));
-            Reading { state, read }
-        })
-        .map_err(Error::Io)
+    std::thread::Builder::new().name("dstore-git-log".into()).spawn(move || read_from(&root, state)).map_err(Error::Io)
+}
+
+/// The commits after `state`'s last one (all of them when there is none).
+fn read_from(root: &Path, state: Option<table::State>) -> Reading {
+    let read = history::read(root, state.as_ref().map(|s| s.head.as_str()));
+    Reading { state, read }
 }
 
 /// Reads the commits after the one read last into `co_changed` links
@@ -75,9 +75,7 @@ pub(crate) fn update(
         if apply(conn, reading, report)? {
             return Ok(());
         }
-        let state = table::state(conn)?;
-        let read = history::read(root, state.as_ref().map(|s| s.head.as_str()));
-        reading = Reading { state, read };
+        reading = read_from(root, table::state(conn)?);
     }
     Err(Error::Busy)
 }

@@ -92,7 +92,6 @@ fn read(conn: &Conn, full: impl FnOnce(&Snapshot) -> bool) -> Result<Snapshot> {
     let (generation, resolved) = graph::code::state(&tx)?;
     let files = graph::code::files(&tx)?;
     let indexed = terms_table::versions(&tx)?;
-    let (files, indexed) = (files.into_iter().collect(), indexed.into_iter().collect());
     let mut snapshot = Snapshot { generation, resolved: resolved == generation, files, indexed, graph: None };
     if full(&snapshot) {
         let mut code = HashMap::default();
