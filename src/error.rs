@@ -129,6 +129,17 @@ pub enum Error {
     #[error("{url}: {reason}")]
     Connect { url: String, reason: String },
 
+    /// The connection to the server was lost during a call, and the call
+    /// could not be carried out on a fresh connection either; nothing of
+    /// it was stored (a write's transaction was rolled back).
+    #[error("{url}: the connection to the server was lost ({reason}); nothing of this call was stored")]
+    ConnectionLost { url: String, reason: String },
+
+    /// The connection was lost while a write was committing, and whether
+    /// the server stored it could not be found out: `check` says how.
+    #[error("{url}: the connection to the server was lost while the write was committing ({reason}): it may or may not be stored; {check}")]
+    OutcomeUnknown { url: String, reason: String, check: String },
+
     /// A PostgreSQL schema without a store (read-only) or with another
     /// application's tables: the server's [`Error::NotAStore`].
     #[error("{url}: {reason}")]
@@ -297,7 +308,13 @@ impl Error {
             | Error::PlanNotFound(_)
             | Error::UnknownNode(_)
             | Error::Json(_) => true,
-            Error::Storage(_) | Error::Io(_) | Error::Busy | Error::ReadOnly | Error::Connect { .. } => false,
+            Error::Storage(_)
+            | Error::Io(_)
+            | Error::Busy
+            | Error::ReadOnly
+            | Error::Connect { .. }
+            | Error::ConnectionLost { .. }
+            | Error::OutcomeUnknown { .. } => false,
         }
     }
 }

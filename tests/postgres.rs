@@ -254,6 +254,122 @@ fn a_decisions_file_exports_byte_for_byte(url: &str) {
     assert!(ok(&["export", alone.url().unwrap()]) == std::fs::read_to_string(&file).unwrap(), "not byte for byte");
 }
 
+/// Bulk writes go to the server in batches (one COPY per run of rows,
+/// issue 29), with the answers of a row at a time: a record already
+/// stored is skipped, one that differs or takes a sequence names its line
+/// and leaves the store as it was, and the chains are the file's.
+fn batched_writes_keep_lines_chains_and_skips(url: &str) {
+    use decision_store::store::ImportOptions;
+    let dir = tempfile::tempdir().unwrap();
+    // Enough rows for several runs and transactions, supersessions among them.
+    let file = decisions_file(dir.path(), "d.jsonl", 3, 700);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut server = TempStore::on_server(url).unwrap();
+    let target = server.url().unwrap().to_owned();
+    let sqlite = dir.path().join("s.db");
+    ok(&["import", &target, file.to_str().unwrap()]);
+    ok(&["import", sqlite.to_str().unwrap(), file.to_str().unwrap()]);
+    let digest = ok(&["digest", &target]);
+    assert_eq!(digest, ok(&["digest", sqlite.to_str().unwrap()]), "the chains are the file's");
+    assert_eq!(ok(&["check", &target]).trim(), "ok: no problems found");
+    let store = server.store().unwrap();
+    // Importing again skips every record.
+    let again = store.import_decisions(text.as_bytes(), ImportOptions::default(), |_| {}).unwrap();
+    assert_eq!((again.imported, again.skipped), (0, lines.len() as u64));
+    // New records, and at line 151 one stored with other content: named, and nothing is written.
+    let fresh = std::fs::read_to_string(decisions_file(dir.path(), "fresh.jsonl", 1, 300)).unwrap();
+    let mut mixed: Vec<String> = fresh.lines().map(str::to_owned).collect();
+    let mut changed: serde_json::Value = serde_json::from_str(lines[5]).unwrap();
+    changed["chosen_option"] = "another option".into();
+    mixed.insert(150, changed.to_string());
+    let e = store.import_decisions(mixed.join("\n").as_bytes(), ImportOptions::atomic(), |_| {}).unwrap_err();
+    assert!(matches!(e, Error::Line { line: 151, .. }) && e.to_string().contains("different content"), "{e}");
+    assert_eq!(ok(&["digest", &target]), digest, "nothing of the failed import was stored");
+    // Two new records taking one (plan, sequence) in one run: the second's line is named.
+    let mut twice: Vec<serde_json::Value> = fresh.lines().take(60).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut copy = twice[40].clone();
+    copy["decision_id"] = DecisionId::generate().to_string().into();
+    copy["superseded_by"] = serde_json::Value::Null;
+    twice.insert(50, copy);
+    let twice: String = twice.iter().map(|v| v.to_string() + "\n").collect();
+    let e = store.import_decisions(twice.as_bytes(), ImportOptions::atomic(), |_| {}).unwrap_err();
+    assert!(
+        matches!(*e_inner(&e), Error::DuplicateSequence { .. }) && matches!(e, Error::Line { line: 51, .. }),
+        "{e}"
+    );
+    assert_eq!(ok(&["digest", &target]), digest, "nothing of the failed import was stored");
+    // insert_many names the item already stored, and writes nothing.
+    let unlinked = |l: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+        v["superseded_by"] = serde_json::Value::Null;
+        Decision::from_json(&v.to_string()).unwrap()
+    };
+    let ds: Vec<Decision> = fresh.lines().map(unlinked).collect();
+    store.insert_many(&ds[..100]).unwrap();
+    let before = store.digest().unwrap();
+    let e = store.insert_many(&ds[50..]).unwrap_err();
+    assert!(matches!(e, Error::Batch { index: 0, .. }), "{e}");
+    assert_eq!(store.digest().unwrap(), before);
+    assert_eq!(store.insert_many(&ds[100..]).unwrap(), ds.len() - 100);
+    assert!(store.check().unwrap().is_empty());
+}
+
+/// The error inside an error of a line or an item.
+fn e_inner(e: &Error) -> &Error {
+    match e {
+        Error::Line { error, .. } | Error::Batch { error, .. } => e_inner(error),
+        e => e,
+    }
+}
+
+/// Several hosts in one URL and `target_session_attrs` (libpq's syntax and
+/// values), and a connection that the server ends is replaced: the next
+/// read and the next write succeed on a fresh one.
+fn several_hosts_and_a_lost_connection(url: &str) {
+    let temp = TempStore::on_server(url).unwrap();
+    let target = temp.url().unwrap().to_owned();
+    // A host where nothing listens, before the real one.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (scheme_user, rest) = target.split_once('@').unwrap();
+    let two = format!("{scheme_user}@127.0.0.1:{dead},{rest}");
+    let with = |attrs: &str| format!("{two}&target_session_attrs={attrs}");
+    let mut store = Store::connect(&with("read-write")).unwrap();
+    for attrs in ["any", "primary", "prefer-standby", "read-write"] {
+        assert!(Store::connect_read_only(&with(attrs)).is_ok(), "{attrs}");
+    }
+    for (attrs, says) in [("standby", "not a standby"), ("read-only", "not read-only"), ("sometimes", "prefer-standby")]
+    {
+        let e = Store::connect(&with(attrs)).unwrap_err().to_string();
+        assert!(e.contains(says) && !e.contains("password"), "{attrs}: {e}");
+    }
+    let e = Store::connect(&format!("{scheme_user}@127.0.0.1:{dead}/x")).unwrap_err();
+    assert!(matches!(e, Error::Connect { .. }), "{e}");
+    // The server ends the session: reads and writes go on over a fresh connection.
+    let plan = PlanId::generate();
+    let root = Decision::builder(plan, DecisionType::PromptDefinition, 0).build().unwrap();
+    store.insert(&root).unwrap();
+    let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let terminate = |admin: &mut postgres::Client| {
+        let n = admin
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() \
+                 AND datname = current_database() AND query NOT ILIKE '%pg_stat_activity%' AND state IS NOT NULL",
+                &[],
+            )
+            .unwrap();
+        assert!(n > 0, "a session to end");
+    };
+    terminate(&mut admin);
+    assert_eq!(store.get(root.decision_id()).unwrap().unwrap(), root);
+    terminate(&mut admin);
+    let child = Decision::builder(plan, DecisionType::ToolInvocation, 1).parent(root.decision_id()).build().unwrap();
+    store.insert(&child).unwrap();
+    terminate(&mut admin);
+    assert_eq!(store.decision_tree(plan).unwrap().len(), 2);
+    assert!(store.check().unwrap().is_empty());
+}
+
 fn copy_round_trips_file_to_server_to_file(url: &str) {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("source.db");
@@ -529,7 +645,9 @@ fn main() {
             run("the_schemas_have_the_same_tables_and_columns", &|| the_schemas_have_the_same_tables_and_columns(&url));
             run("the_server_refuses_what_the_file_refuses", &|| the_server_refuses_what_the_file_refuses(&url));
             run("a_decisions_file_exports_byte_for_byte", &|| a_decisions_file_exports_byte_for_byte(&url));
+            run("batched_writes_keep_lines_chains_and_skips", &|| batched_writes_keep_lines_chains_and_skips(&url));
             run("copy_round_trips_file_to_server_to_file", &|| copy_round_trips_file_to_server_to_file(&url));
+            run("several_hosts_and_a_lost_connection", &|| several_hosts_and_a_lost_connection(&url));
             run("eight_processes_import_into_one_server_at_once", &|| {
                 eight_processes_import_into_one_server_at_once(&url)
             });
@@ -548,7 +666,7 @@ fn main() {
             });
         }
         Err(_) => println!(
-            "postgres: SKIPPED 11 server tests: DSTORE_TEST_POSTGRES_URL is not set \
+            "postgres: SKIPPED 13 server tests: DSTORE_TEST_POSTGRES_URL is not set \
              (scripts/pg-test-server cargo test --test postgres starts a throwaway server)"
         ),
     }

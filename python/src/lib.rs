@@ -54,7 +54,7 @@ fn raise(py: Python<'_>, e: Error) -> PyErr {
             "IncompatibleVersionError"
         }
         Error::Busy => "BusyError",
-        Error::Connect { .. } => "ConnectError",
+        Error::Connect { .. } | Error::ConnectionLost { .. } => "ConnectError",
         Error::DecisionNotFound(_) | Error::PlanNotFound(_) => "NotFoundError",
         e if e.is_input_error() => "ValidationError",
         _ => "DecisionStoreError",

@@ -214,6 +214,8 @@ impl std::hash::Hasher for IdHasher {
 
 /// A map keyed by ids, hashed by [`IdHasher`].
 pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+/// A set of ids, hashed by [`IdHasher`].
+pub(crate) type IdSet<K> = std::collections::HashSet<K, std::hash::BuildHasherDefault<IdHasher>>;
 
 #[cfg(test)]
 mod tests {

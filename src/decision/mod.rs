@@ -5,8 +5,8 @@ mod model;
 mod tree;
 mod types;
 
-pub(crate) use ids::IdMap;
 pub use ids::{DecisionId, PlanId};
+pub(crate) use ids::{IdMap, IdSet};
 pub(crate) use model::Details;
 pub use model::{Alternative, ArtifactRef, ContextSnapshot, Decision, DecisionBuilder, ResourceRef};
 pub use tree::{DecisionTree, Impact, TreeView, ViewNode};

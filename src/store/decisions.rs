@@ -2,8 +2,8 @@
 
 use super::engine::WriteTx;
 use super::tables::decisions::{
-    self, children_of, get_in, insert_prepared, insert_row, insert_statement, link_supersession, next_sequence,
-    rows_of_plan, ALL_ROWS, OUTLINE_ROWS, PLAN_ROWS,
+    self, children_of, get_in, insert_prepared, insert_row, link_supersession, next_sequence, rows_of_plan, Inserter,
+    ALL_ROWS, OUTLINE_ROWS, PLAN_ROWS,
 };
 use super::tables::ledger::{plan_of, Ledger};
 use super::tables::rows::{PreparedDecision, PreparedRow};
@@ -76,6 +76,10 @@ impl Store {
     /// [`Error::ReadOnly`]): then none of the items is stored.
     pub fn insert_each(&mut self, items: &[(Decision, Placement)]) -> Result<Vec<Result<Decision>>> {
         self.writable()?;
+        self.once_more(|store| store.insert_each_once(items))
+    }
+
+    fn insert_each_once(&mut self, items: &[(Decision, Placement)]) -> Result<Vec<Result<Decision>>> {
         let mut refused: Vec<Option<Error>> = items.iter().map(|_| None).collect();
         // A refused item ends the attempt, which rolls back (the transaction
         // may be spoilt, and the ledger gave the item its place in the
@@ -91,14 +95,17 @@ impl Store {
                 }
                 match insert_placed(&tx, &mut ledger, decision, *placement) {
                     Ok(d) => stored.push(d),
+                    // The transaction's failure, not the item's.
+                    Err(e @ Error::ConnectionLost { .. }) => return Err(e),
                     Err(e) => {
                         refused[i] = Some(e);
                         continue 'attempt;
                     }
                 }
             }
+            let last = ledger.last_entry();
             ledger.flush(&tx)?;
-            tx.commit()?;
+            Store::settle(&self.conn, tx.commit(), last)?;
             let mut stored = stored.into_iter();
             return Ok(refused
                 .into_iter()
@@ -160,19 +167,40 @@ impl Store {
         &mut self,
         rows: impl IntoIterator<Item = Result<(D, PreparedRow)>>,
     ) -> Result<usize> {
+        /// Rows looked ahead at a time (on PostgreSQL, one query, then one COPY).
+        const RUN: usize = 1024;
         self.write_log_bulk(|tx, ledger| {
             let mut pending = Vec::new();
+            let mut insert = Inserter::new(tx)?;
+            let mut rows = rows.into_iter().enumerate().peekable();
+            let mut run = Vec::with_capacity(RUN);
             let mut n = 0;
-            let mut insert = insert_statement(tx)?;
-            for (index, item) in rows.into_iter().enumerate() {
-                let batch = |e: Error| Error::Batch { index, error: Box::new(e) };
-                let (d, row) = item.map_err(batch)?;
-                let d = d.borrow();
-                insert_prepared(tx, &mut insert, ledger, d, &row).map_err(batch)?;
-                if let Some(by) = d.superseded_by() {
-                    pending.push((index, d.decision_id(), by));
+            while rows.peek().is_some() {
+                run.clear();
+                // A run ends early at an item that failed to be made: the rows before it are written first.
+                let mut failed = None;
+                for (index, item) in rows.by_ref().take(RUN) {
+                    match item {
+                        Ok((d, row)) => run.push((index, d, row)),
+                        Err(e) => {
+                            failed = Some(Error::Batch { index, error: Box::new(e) });
+                            break;
+                        }
+                    }
                 }
-                n += 1;
+                insert.look_ahead(tx, run.iter().map(|(_, d, _)| d.borrow()))?;
+                for (index, d, row) in &run {
+                    let d = d.borrow();
+                    insert_prepared(tx, &mut insert, ledger, d, row)
+                        .map_err(|e| Error::Batch { index: *index, error: Box::new(e) })?;
+                    if let Some(by) = d.superseded_by() {
+                        pending.push((*index, d.decision_id(), by));
+                    }
+                    n += 1;
+                }
+                if let Some(e) = failed {
+                    return Err(e);
+                }
             }
             // Links last: a decision may be superseded by a later item.
             for (index, old, new) in pending {

@@ -69,7 +69,7 @@ use std::path::Path;
 
 use crate::error::{Error, Location, Result};
 use engine::{Conn, WriteTx};
-use tables::ledger::Ledger;
+use tables::ledger::{LastEntry, Ledger};
 
 pub use schema::supported_schema_version;
 pub use tables::check::{Problem, ProblemKind};
@@ -190,40 +190,90 @@ impl Store {
 
     /// Runs `f` in a write transaction that extends the log, with the
     /// transaction's [`Ledger`]; writes the ledger and commits when `f`
-    /// returns `Ok`, rolls back otherwise.
-    fn write_log<T>(&mut self, f: impl FnOnce(&WriteTx<'_>, &mut Ledger) -> Result<T>) -> Result<T> {
+    /// returns `Ok`, rolls back otherwise. On a server, a write whose
+    /// connection is lost runs once more on a fresh one when it provably
+    /// did not commit (see [`Store::settle`]).
+    fn write_log<T>(&mut self, mut f: impl FnMut(&WriteTx<'_>, &mut Ledger) -> Result<T>) -> Result<T> {
         self.writable()?;
-        let tx = self.conn.begin_write()?;
-        Self::log_in(tx, f)
+        self.once_more(|store| {
+            let tx = store.conn.begin_write()?;
+            Self::log_in(&store.conn, tx, &mut f)
+        })
     }
 
     /// [`Store::write_log`] for a bulk load: the first load into an empty
-    /// file may leave the log (see `engine::Bulk`).
+    /// file may leave the log (see `engine::Bulk`). Its rows are not kept,
+    /// so it does not run again: a lost connection is the caller's error.
     fn write_log_bulk<T>(&mut self, f: impl FnOnce(&WriteTx<'_>, &mut Ledger) -> Result<T>) -> Result<T> {
         self.writable()?;
         let bulk = self.conn.bulk(self.is_first_load()?);
         let tx = bulk.begin()?;
-        Self::log_in(tx, f)
+        Self::log_in(&self.conn, tx, f)
     }
 
-    fn log_in<T>(tx: WriteTx<'_>, f: impl FnOnce(&WriteTx<'_>, &mut Ledger) -> Result<T>) -> Result<T> {
+    fn log_in<T>(conn: &Conn, tx: WriteTx<'_>, f: impl FnOnce(&WriteTx<'_>, &mut Ledger) -> Result<T>) -> Result<T> {
         let mut ledger = Ledger::begin(&tx)?;
         let out = f(&tx, &mut ledger)?;
+        let last = ledger.last_entry();
         ledger.flush(&tx)?;
-        tx.commit()?;
+        Self::settle(conn, tx.commit(), last)?;
         Ok(out)
+    }
+
+    /// The outcome of a commit. When the connection was lost after the
+    /// COMMIT went out, the ledger tells what happened: on a fresh
+    /// connection (after a failover, to the new primary) the transaction's
+    /// last entry is looked up at its place in its chain. Found: it
+    /// committed. Not found: it did not, which is [`Error::ConnectionLost`]
+    /// (nothing stored; the write may run again). When the lookup cannot be
+    /// made either, [`Error::OutcomeUnknown`] names the decision to look at.
+    fn settle(conn: &Conn, committed: Result<()>, last: Option<LastEntry>) -> Result<()> {
+        let Err(Error::OutcomeUnknown { url, reason, .. }) = committed else { return committed };
+        let Some(last) = last else { return Ok(()) }; // the transaction wrote no entry
+        match conn.reconnect().and_then(|()| tables::ledger::entry_stored(conn, &last)) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::ConnectionLost { url, reason }),
+            Err(_) => Err(Error::OutcomeUnknown {
+                url,
+                reason,
+                check: format!("check with `dstore show {}` once the server answers", last.decision),
+            }),
+        }
+    }
+
+    /// Runs `f`; on a server, once more on a fresh connection when the
+    /// connection was lost and nothing of `f` was stored.
+    fn once_more<T>(&mut self, mut f: impl FnMut(&mut Store) -> Result<T>) -> Result<T> {
+        match f(self) {
+            Err(Error::ConnectionLost { .. }) if self.conn.is_postgres() => {
+                self.conn.reconnect()?;
+                f(self)
+            }
+            other => other,
+        }
     }
 
     /// Runs `f` in a write transaction of the graph: locked, and marked
-    /// changed (its generation bumped) before the commit.
-    fn write_graph<T>(&mut self, f: impl FnOnce(&WriteTx<'_>) -> Result<T>) -> Result<T> {
+    /// changed (its generation bumped) before the commit; once more on a
+    /// fresh connection when a server's connection is lost before the commit.
+    fn write_graph<T>(&mut self, mut f: impl FnMut(&WriteTx<'_>) -> Result<T>) -> Result<T> {
         self.writable()?;
-        let tx = self.conn.begin_write()?;
-        let generation = tables::graph::lock(&tx)?;
-        let out = f(&tx)?;
-        tables::graph::bump(&tx, generation)?;
-        tx.commit()?;
-        Ok(out)
+        self.once_more(|store| {
+            let tx = store.conn.begin_write()?;
+            let generation = tables::graph::lock(&tx)?;
+            let out = f(&tx)?;
+            tables::graph::bump(&tx, generation)?;
+            tx.commit().map_err(|e| match e {
+                Error::OutcomeUnknown { url, reason, .. } => Error::OutcomeUnknown {
+                    url,
+                    reason,
+                    check: "`dstore info` shows the graph's counts; writing the same nodes and edges again is harmless"
+                        .into(),
+                },
+                e => e,
+            })?;
+            Ok(out)
+        })
     }
 
     /// True for a store file that holds nothing yet (no decision, no
@@ -556,7 +606,7 @@ mod tests {
             tables::decisions::OUTLINE_ROWS,
             tables::decisions::PLAN_LINKS,
             tables::ledger::PLAN_OF,
-            tables::decisions::LINK_OF,
+            tables::decisions::LINK_STORED,
             tables::decisions::NEXT_OF,
         ];
         let conn = store.conn.sqlite().unwrap();

@@ -218,7 +218,7 @@ impl Store {
 #[cfg(feature = "postgres")]
 mod server {
     use super::*;
-    use crate::store::engine::Pg;
+    use crate::store::engine::{Connector, Pg};
 
     /// The advisory lock a PostgreSQL migration holds: "DSTR" and the schema.
     const MIGRATION_LOCK: &str = "SELECT pg_advisory_lock(1146311762, hashtext(current_schema()))";
@@ -293,25 +293,21 @@ mod server {
             if found < supported {
                 return Err(Error::NeedsUpgrade { store: store.location.clone(), found, supported });
             }
-            store.conn.batch("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")?;
             Ok(store)
         }
 
         fn connect_as(url: &str, read_only: bool) -> Result<Store> {
             let shown = redact(url);
             let fail = |reason: String| Error::Connect { url: shown.clone(), reason };
-            let config: postgres::Config = url.parse().map_err(|e| fail(format!("not a PostgreSQL URL: {e}")))?;
-            let client = config.connect(postgres::NoTls).map_err(|e| {
-                let reason = match e.as_db_error() {
-                    Some(db) => db.message().to_owned(),
-                    None => std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string()),
-                };
-                fail(format!("cannot connect: {reason}"))
-            })?;
-            let conn = Conn::Postgres(Box::new(Pg::new(client)));
             // Notices (such as "relation already exists, skipping") are the server's business.
             // A session that dies inside a transaction (a crashed host) frees its row locks after 5 minutes.
-            conn.batch("SET client_min_messages = warning; SET idle_in_transaction_session_timeout = '5min'")?;
+            let mut setup =
+                "SET client_min_messages = warning; SET idle_in_transaction_session_timeout = '5min'".to_owned();
+            if read_only {
+                setup.push_str("; SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY");
+            }
+            let connector = Connector::parse(url, &shown, setup).map_err(fail)?;
+            let conn = Conn::Postgres(Box::new(Pg::connect(connector)?));
             let (encoding, schema) =
                 conn.query_one("SELECT current_setting('server_encoding'), current_schema()", &[], |r| {
                     Ok((r.string(0)?, r.opt_string(1)?))

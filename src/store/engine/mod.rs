@@ -27,7 +27,7 @@ pub(crate) mod value;
 use std::cell::Cell;
 
 #[cfg(feature = "postgres")]
-pub(crate) use self::postgres::Pg;
+pub(crate) use self::postgres::{Connector, Pg};
 use borrowed::BorrowedStmt;
 pub(crate) use value::{bad_column, vals, Dialect, Value, ValueRef, NUL_REASON};
 
@@ -170,6 +170,20 @@ impl Conn {
         self.prepare(sql)?.execute(params)
     }
 
+    /// Writes a row of `insert` (`INSERT INTO table (columns) VALUES (...)`)
+    /// by the end of the transaction: SQLite writes it now; PostgreSQL
+    /// sends the rows of a bulk write together, in one COPY, before the
+    /// next statement or the commit. A row that cannot be written (a key
+    /// taken) then fails that statement and aborts the transaction, so
+    /// defer only rows known to be writable (see `decisions::Inserter`).
+    pub(crate) fn defer(&self, insert: &str, params: &[Value<'_>]) -> Result<()> {
+        match self {
+            Conn::Sqlite(_) => self.execute(insert, params).map(drop),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => pg.defer(insert, params),
+        }
+    }
+
     /// Statements without parameters or results, separated by `;`.
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
         match self {
@@ -248,7 +262,68 @@ impl Conn {
         params: &[Value<'_>],
         f: impl FnOnce(&Row<'_>) -> Result<T>,
     ) -> Result<Option<T>> {
-        self.prepare(sql)?.query_opt(params, f)
+        match self {
+            Conn::Sqlite(_) => self.prepare(sql)?.query_opt(params, f),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => pg.query_opt_sql(sql, params)?.map(|r| f(&Row::Postgres(&r))).transpose(),
+        }
+    }
+
+    /// Replaces a server's connection with a fresh one (see
+    /// [`Pg::reconnect`]); nothing to do for a file.
+    pub(crate) fn reconnect(&self) -> Result<()> {
+        match self {
+            Conn::Sqlite(_) => Ok(()),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => pg.reconnect(),
+        }
+    }
+
+    /// [`Conn::query_opt`] of a query that the caller knows reads none of
+    /// the rows deferred by [`Conn::defer`] (another table, or a key not
+    /// among them): on PostgreSQL they stay unsent, so a bulk write's
+    /// lookups do not cut its batches short.
+    pub(crate) fn query_opt_past_deferred<T>(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+        f: impl FnOnce(&Row<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        match self {
+            Conn::Sqlite(_) => self.query_opt(sql, params, f),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => {
+                let row = pg.query_opt_past_deferred(&pg.statement(sql)?, params)?;
+                row.map(|r| f(&Row::Postgres(&r))).transpose()
+            }
+        }
+    }
+
+    /// [`Conn::for_each`] of a query that reads none of the deferred rows
+    /// (see [`Conn::query_opt_past_deferred`]).
+    pub(crate) fn for_each_past_deferred(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+        f: impl FnMut(&Row<'_>) -> Result<()>,
+    ) -> Result<()> {
+        match self {
+            Conn::Sqlite(_) => self.for_each(sql, params, f),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => {
+                let mut f = f;
+                pg.query_past_deferred(sql, params)?.iter().try_for_each(|r| f(&Row::Postgres(r)))
+            }
+        }
+    }
+
+    /// True while rows written with [`Conn::defer`] wait to be sent (never on SQLite).
+    pub(crate) fn has_deferred(&self) -> bool {
+        match self {
+            Conn::Sqlite(_) => false,
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(pg) => pg.has_deferred(),
+        }
     }
 
     /// The one result row turned into a `T`; a query that returns none is a storage error.
@@ -471,7 +546,13 @@ impl Stmt<'_> {
             Stmt::Sqlite(s) => s.execute(rusqlite::params_from_iter(params)).map_err(EngineError::Sqlite),
             Stmt::SqliteWrite(s) => s.execute(params).map_err(EngineError::Sqlite),
             #[cfg(feature = "postgres")]
-            Stmt::Postgres(pg, s) => pg.execute(s, params).map_err(EngineError::Postgres),
+            Stmt::Postgres(pg, s) => {
+                pg.send_deferred().map_err(EngineError::Store)?;
+                pg.execute(s, params).map_err(|e| match postgres::lost(&e) {
+                    true => EngineError::Store(pg.lost_error(e)),
+                    false => EngineError::Postgres(e),
+                })
+            }
         }
     }
 
@@ -503,6 +584,9 @@ pub(crate) enum EngineError {
     Sqlite(rusqlite::Error),
     #[cfg(feature = "postgres")]
     Postgres(::postgres::Error),
+    /// A failure before the statement ran (sending the rows deferred before it).
+    #[cfg(feature = "postgres")]
+    Store(Error),
 }
 
 impl EngineError {
@@ -513,6 +597,8 @@ impl EngineError {
             EngineError::Sqlite(e) => sqlite::unique_violation(e),
             #[cfg(feature = "postgres")]
             EngineError::Postgres(e) => postgres::unique_violation(e),
+            #[cfg(feature = "postgres")]
+            EngineError::Store(_) => None,
         }
     }
 
@@ -521,6 +607,8 @@ impl EngineError {
             EngineError::Sqlite(e) => sqlite::error(e),
             #[cfg(feature = "postgres")]
             EngineError::Postgres(e) => postgres::error(e),
+            #[cfg(feature = "postgres")]
+            EngineError::Store(e) => e,
         }
     }
 }

@@ -13,6 +13,8 @@ use crate::error::{EngineCode, Error, Result, StorageError};
 /// The client and its prepared statements.
 pub(crate) struct Pg {
     client: RefCell<postgres::Client>,
+    /// How to connect again when the connection is lost (a failover).
+    connector: Connector,
     statements: RefCell<HashMap<String, postgres::Statement>>,
     in_transaction: Cell<bool>,
     /// A statement of the open transaction failed: PostgreSQL has aborted
@@ -20,6 +22,246 @@ pub(crate) struct Pg {
     failed: Cell<bool>,
     /// Cursors declared so far, for unique names.
     cursors: Cell<u64>,
+    /// Rows written but not yet sent (see [`Pg::defer`]), a COPY per
+    /// table, in the order the tables got their first row since the last
+    /// send: a row may refer to rows of an earlier table (a supersession
+    /// to its decisions), never of a later one.
+    deferred: RefCell<Vec<Deferred>>,
+}
+
+/// Rows of one table waiting to be sent in one `COPY ... FROM STDIN`, in
+/// PostgreSQL's binary copy format: a bulk write's rows go to the server a
+/// batch per round trip instead of one each.
+struct Deferred {
+    /// The INSERT the rows are of: the COPY goes into its table and columns.
+    insert: String,
+    copy: String,
+    /// The columns' types, as the server inferred them for the INSERT's values.
+    types: Vec<Type>,
+    data: bytes::BytesMut,
+    rows: u64,
+}
+
+/// Deferred rows are sent once they hold this many bytes in all.
+const DEFERRED_BYTES: usize = 4 << 20;
+
+/// The COPY that writes the rows of `insert`, a statement
+/// `INSERT INTO table (columns) VALUES (...)` with nothing after the values.
+fn copy_of(insert: &str) -> std::result::Result<String, String> {
+    let shape = || format!("cannot send rows of this statement in a batch: {insert}");
+    let rest = insert.strip_prefix("INSERT INTO ").ok_or_else(shape)?;
+    let (target, values) = rest.split_once(" VALUES (").ok_or_else(shape)?;
+    if !target.ends_with(')') || !values.trim_end().ends_with(')') || values.contains(" ON ") {
+        return Err(shape());
+    }
+    Ok(format!("COPY {target} FROM STDIN (FORMAT binary)"))
+}
+
+/// Appends a tuple of the binary copy format: the number of fields, then
+/// each field's length (-1 for NULL) and its bytes as the parameter of the
+/// column's type would be sent. A row that fails to encode leaves `out` as it was.
+fn encode_row(out: &mut bytes::BytesMut, types: &[Type], params: &[Value<'_>]) -> Result<()> {
+    use bytes::BufMut;
+    let start = out.len();
+    let fail = |out: &mut bytes::BytesMut, e: String| {
+        out.truncate(start);
+        Err(Error::storage(e))
+    };
+    let Ok(fields) = i16::try_from(params.len()) else { return fail(out, "too many columns".into()) };
+    out.put_i16(fields);
+    for (i, (value, ty)) in params.iter().zip(types).enumerate() {
+        let at = out.len();
+        out.put_i32(0);
+        let len = match value.to_sql_checked(ty, out) {
+            Ok(IsNull::Yes) => -1,
+            Ok(IsNull::No) => match i32::try_from(out.len() - at - 4) {
+                Ok(len) => len,
+                Err(_) => return fail(out, format!("value {} is too long", i + 1)),
+            },
+            Err(e) => return fail(out, format!("value {}: {e}", i + 1)),
+        };
+        out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+    }
+    Ok(())
+}
+
+/// What `target_session_attrs` asks of a server: libpq's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Attrs {
+    Any,
+    ReadWrite,
+    ReadOnly,
+    Primary,
+    Standby,
+    PreferStandby,
+}
+
+impl Attrs {
+    fn parse(value: &str) -> std::result::Result<Attrs, String> {
+        Ok(match value {
+            "any" => Attrs::Any,
+            "read-write" => Attrs::ReadWrite,
+            "read-only" => Attrs::ReadOnly,
+            "primary" => Attrs::Primary,
+            "standby" => Attrs::Standby,
+            "prefer-standby" => Attrs::PreferStandby,
+            other => {
+                return Err(format!(
+                "target_session_attrs={other}: expected any, read-write, read-only, primary, standby or prefer-standby"
+            ))
+            }
+        })
+    }
+
+    /// Does a server in recovery (a standby) or not, whose sessions are
+    /// read-only or not, answer? `strict`: the first pass of prefer-standby.
+    fn accepts(self, in_recovery: bool, read_only: bool, strict: bool) -> bool {
+        match self {
+            Attrs::Any => true,
+            Attrs::ReadWrite => !read_only,
+            Attrs::ReadOnly => read_only,
+            Attrs::Primary => !in_recovery,
+            Attrs::Standby => in_recovery,
+            Attrs::PreferStandby => in_recovery || !strict,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Attrs::Any => "any",
+            Attrs::ReadWrite => "read-write",
+            Attrs::ReadOnly => "read-only",
+            Attrs::Primary => "primary",
+            Attrs::Standby => "standby",
+            Attrs::PreferStandby => "prefer-standby",
+        }
+    }
+}
+
+/// How to connect, and connect again after a failover: one configuration
+/// per host of the URL (libpq's `postgres://h1:p1,h2:p2/db`), tried in
+/// order until one has what `target_session_attrs` asks for.
+pub(crate) struct Connector {
+    /// The URL without its password, for messages.
+    shown: String,
+    hosts: Vec<(String, postgres::Config)>,
+    attrs: Attrs,
+    /// Run on every new connection: the session's settings.
+    setup: String,
+}
+
+/// How long a connection attempt to one host waits, unless the URL says
+/// (`connect_timeout`): a host that is down must not hold up the others.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Connector {
+    /// Reads `url`; `shown` is the URL without its password.
+    pub(crate) fn parse(url: &str, shown: &str, setup: String) -> std::result::Result<Connector, String> {
+        let (scheme, rest) = url.split_once("://").ok_or("not a URL")?;
+        // target_session_attrs is the library's to read: the driver knows only three of libpq's six values.
+        let (path, query) = rest.split_once('?').map_or((rest, None), |(p, q)| (p, Some(q)));
+        let mut attrs = Attrs::Any;
+        let mut kept = Vec::new();
+        for pair in query.into_iter().flat_map(|q| q.split('&')).filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("target_session_attrs", v)) => attrs = Attrs::parse(v)?,
+                _ => kept.push(pair),
+            }
+        }
+        let query = if kept.is_empty() { String::new() } else { format!("?{}", kept.join("&")) };
+        let (authority, tail) = path.split_once('/').map_or((path, String::new()), |(a, t)| (a, format!("/{t}")));
+        let (user, hosts) = authority.rsplit_once('@').map_or(("", authority), |(u, h)| (u, h));
+        let user = if user.is_empty() { String::new() } else { format!("{user}@") };
+        let mut configs = Vec::new();
+        for host in hosts.split(',') {
+            let one = format!("{scheme}://{user}{host}{tail}{query}");
+            let mut config: postgres::Config = one.parse().map_err(|e| format!("not a PostgreSQL URL: {e}"))?;
+            if config.get_connect_timeout().is_none() {
+                config.connect_timeout(CONNECT_TIMEOUT);
+            }
+            configs.push((if host.is_empty() { "localhost".to_owned() } else { host.to_owned() }, config));
+        }
+        Ok(Connector { shown: shown.to_owned(), hosts: configs, attrs, setup })
+    }
+
+    /// A connection to the first host, in the URL's order, that answers
+    /// and has what `target_session_attrs` asks for (prefer-standby: a
+    /// standby if any answers, else any); its session set up.
+    pub(crate) fn connect(&self) -> Result<postgres::Client> {
+        let mut reasons = Vec::new();
+        let passes: &[bool] = if self.attrs == Attrs::PreferStandby { &[true, false] } else { &[false] };
+        for &strict in passes {
+            for (host, config) in &self.hosts {
+                match self.try_host(config, strict) {
+                    Ok(Some(client)) => return Ok(client),
+                    Ok(None) if self.hosts.len() == 1 && passes.len() == 1 => reasons.push(format!(
+                        "the server is not {} (target_session_attrs={})",
+                        self.wanted(),
+                        self.attrs.name()
+                    )),
+                    Ok(None) => reasons.push(format!("{host}: not {}", self.wanted())),
+                    Err(reason) if self.hosts.len() == 1 => reasons.push(reason),
+                    Err(reason) => reasons.push(format!("{host}: {reason}")),
+                }
+            }
+        }
+        reasons.dedup();
+        Err(Error::Connect { url: self.shown.clone(), reason: format!("cannot connect: {}", reasons.join("; ")) })
+    }
+
+    fn wanted(&self) -> &'static str {
+        match self.attrs {
+            Attrs::ReadWrite => "writable",
+            Attrs::ReadOnly => "read-only",
+            Attrs::Primary => "a primary",
+            Attrs::Standby | Attrs::PreferStandby => "a standby",
+            Attrs::Any => "answering",
+        }
+    }
+
+    fn try_host(
+        &self,
+        config: &postgres::Config,
+        strict: bool,
+    ) -> std::result::Result<Option<postgres::Client>, String> {
+        let reason = |e: postgres::Error| match e.as_db_error() {
+            Some(db) => db.message().to_owned(),
+            None => std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string()),
+        };
+        let mut client = config.connect(postgres::NoTls).map_err(reason)?;
+        if self.attrs != Attrs::Any {
+            // The simple protocol: no prepared statement, which a pooler may not keep.
+            let rows = client
+                .simple_query("SELECT pg_is_in_recovery()::text, current_setting('transaction_read_only')")
+                .map_err(reason)?;
+            let row = rows.iter().find_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(r) => Some((r.get(0) == Some("true"), r.get(1) == Some("on"))),
+                _ => None,
+            });
+            let (in_recovery, read_only) = row.ok_or("no answer to the role query")?;
+            if !self.attrs.accepts(in_recovery, read_only, strict) {
+                return Ok(None);
+            }
+        }
+        client.batch_execute(&self.setup).map_err(reason)?;
+        Ok(Some(client))
+    }
+}
+
+/// True when `e` means the connection is gone (or going: the server shuts
+/// down, or is a standby now), so that a fresh one may succeed.
+pub(crate) fn lost(e: &postgres::Error) -> bool {
+    match e.as_db_error() {
+        // admin_shutdown, crash_shutdown, cannot_connect_now; connection_exception (08);
+        // read_only_sql_transaction: the server this session reached is a standby now.
+        Some(db) => {
+            let code = db.code().code();
+            matches!(code, "57P01" | "57P02" | "57P03" | "25006") || code.starts_with("08")
+        }
+        None => {
+            e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some())
+        }
+    }
 }
 
 /// Rows a cursor fetches at a time.
@@ -109,13 +351,152 @@ fn is_word(b: Option<&u8>) -> bool {
 }
 
 impl Pg {
-    pub(crate) fn new(client: postgres::Client) -> Pg {
-        Pg {
+    /// Connects with `connector`.
+    pub(crate) fn connect(connector: Connector) -> Result<Pg> {
+        let client = connector.connect()?;
+        Ok(Pg {
             client: RefCell::new(client),
+            connector,
             statements: RefCell::default(),
             in_transaction: Cell::new(false),
             failed: Cell::new(false),
             cursors: Cell::new(0),
+            deferred: RefCell::default(),
+        })
+    }
+
+    /// Replaces the connection with a fresh one (after a failover: to
+    /// whichever host now has what the URL asks for). Whatever the old one
+    /// had open is gone: its transaction, statements and deferred rows.
+    pub(crate) fn reconnect(&self) -> Result<()> {
+        let client = self.connector.connect()?;
+        *self.client.borrow_mut() = client;
+        self.statements.borrow_mut().clear();
+        self.deferred.borrow_mut().clear();
+        self.in_transaction.set(false);
+        self.failed.set(false);
+        Ok(())
+    }
+
+    /// Connects again if the connection is known to be closed.
+    fn ensure_connected(&self) -> Result<()> {
+        if self.client.borrow().is_closed() {
+            self.reconnect()?;
+        }
+        Ok(())
+    }
+
+    /// Runs `f`; outside a transaction, a statement that lost its
+    /// connection runs once more on a fresh one (it is a read, or a write
+    /// that was rolled back with the connection).
+    fn once_more<T>(&self, f: impl Fn() -> Result<T>) -> Result<T> {
+        if self.in_transaction.get() {
+            return f();
+        }
+        self.ensure_connected()?;
+        match f() {
+            Err(Error::ConnectionLost { .. }) => {
+                self.reconnect()?;
+                f()
+            }
+            other => other,
+        }
+    }
+
+    /// [`Pg::err`] for the callers that read the driver's error first.
+    pub(crate) fn lost_error(&self, e: postgres::Error) -> Error {
+        self.err(e)
+    }
+
+    /// Maps a driver error: a lost connection is [`Error::ConnectionLost`].
+    fn err(&self, e: postgres::Error) -> Error {
+        if lost(&e) {
+            let reason = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
+            return Error::ConnectionLost { url: self.connector.shown.clone(), reason };
+        }
+        error(e)
+    }
+
+    /// Adds a row of `insert` (see [`copy_of`]) to the rows that go to
+    /// the server together, in one COPY: before any other statement runs on
+    /// this connection, at the commit, or once they are
+    /// [`DEFERRED_BYTES`]. An error of the COPY (a key taken, say) comes
+    /// back from the statement that sent it and aborts the transaction, as
+    /// every failure does on PostgreSQL; so rows are deferred only where
+    /// the caller has made sure that they can be written.
+    pub(crate) fn defer(&self, insert: &str, params: &[Value<'_>]) -> Result<()> {
+        if !self.in_transaction.get() {
+            return Err(Error::storage("rows are sent in batches only inside a transaction"));
+        }
+        let known = self.deferred.borrow().iter().position(|d| d.insert == insert);
+        let at = match known {
+            Some(at) => at,
+            None => {
+                let copy = copy_of(insert).map_err(Error::storage)?;
+                let types = self.statement(insert)?.params().to_vec();
+                let data = bytes::BytesMut::with_capacity(64 << 10);
+                let mut deferred = self.deferred.borrow_mut();
+                deferred.push(Deferred { insert: insert.to_owned(), copy, types, data, rows: 0 });
+                deferred.len() - 1
+            }
+        };
+        let full = {
+            let mut deferred = self.deferred.borrow_mut();
+            let d = &mut deferred[at];
+            if d.types.len() != params.len() {
+                return Err(Error::storage(format!("{} values for {} columns", params.len(), d.types.len())));
+            }
+            encode_row(&mut d.data, &d.types, params)?;
+            d.rows += 1;
+            deferred.iter().map(|d| d.data.len()).sum::<usize>() >= DEFERRED_BYTES
+        };
+        if full {
+            self.send_deferred()?;
+        }
+        Ok(())
+    }
+
+    /// True while rows wait to be sent.
+    pub(crate) fn has_deferred(&self) -> bool {
+        !self.deferred.borrow().is_empty()
+    }
+
+    /// Sends the deferred rows, a COPY per table, in order.
+    pub(crate) fn send_deferred(&self) -> Result<()> {
+        let deferred = std::mem::take(&mut *self.deferred.borrow_mut());
+        deferred.into_iter().try_for_each(|d| self.send(d))
+    }
+
+    /// Sends the rows of one table in one COPY.
+    fn send(&self, d: Deferred) -> Result<()> {
+        if d.rows == 0 {
+            return Ok(());
+        }
+        let sent = (|| -> std::result::Result<u64, postgres::Error> {
+            use std::io::Write;
+            let mut client = self.client.borrow_mut();
+            let mut writer = client.copy_in(d.copy.as_str())?;
+            // Signature, flags and header extension (none); the trailer is a
+            // tuple of -1 fields. The writer only fails when sending does.
+            let mut header = [0u8; 19];
+            header[..11].copy_from_slice(b"PGCOPY\n\xff\r\n\0");
+            let written = writer
+                .write_all(&header)
+                .and_then(|()| writer.write_all(&d.data))
+                .and_then(|()| writer.write_all(&(-1i16).to_be_bytes()));
+            if let Err(e) = written {
+                return Err(match e.into_inner().map(|inner| inner.downcast::<postgres::Error>()) {
+                    Some(Ok(pg)) => *pg,
+                    // Dropping the writer aborts the COPY; the next call reports the connection's state.
+                    _ => return Ok(u64::MAX),
+                });
+            }
+            writer.finish()
+        })();
+        match sent {
+            Ok(n) if n == d.rows => Ok(()),
+            Ok(n) => Err(Error::storage(format!("a batch of {} rows wrote {n}", d.rows))),
+            Err(e) => Err(self.fail(e)),
         }
     }
 
@@ -125,7 +506,8 @@ impl Pg {
 
     /// Maps a statement's error, remembering that it aborted the open transaction.
     fn fail(&self, e: postgres::Error) -> Error {
-        error(self.failing(e))
+        let e = self.failing(e);
+        self.err(e)
     }
 
     /// Remembers that `e` aborted the open transaction, if one is open.
@@ -138,7 +520,17 @@ impl Pg {
 
     /// Opens a transaction with `begin` (a BEGIN and its settings).
     fn begin(&self, begin: &str) -> Result<()> {
-        self.client.borrow_mut().batch_execute(begin).map_err(error)?;
+        self.deferred.borrow_mut().clear();
+        self.ensure_connected()?;
+        // A connection that died while idle (a failover) fails at BEGIN, before anything ran: begin anew.
+        let begun = self.client.borrow_mut().batch_execute(begin).map_err(|e| self.err(e));
+        match begun {
+            Err(Error::ConnectionLost { .. }) => {
+                self.reconnect()?;
+                self.client.borrow_mut().batch_execute(begin).map_err(|e| self.err(e))?;
+            }
+            other => other?,
+        }
         self.in_transaction.set(true);
         self.failed.set(false);
         Ok(())
@@ -160,17 +552,29 @@ impl Pg {
     }
 
     pub(crate) fn end(&self, sql: &str) -> Result<()> {
+        let commit = sql == "COMMIT";
+        let sent = if commit { self.send_deferred() } else { Ok(()) };
+        self.deferred.borrow_mut().clear();
         // PostgreSQL answers COMMIT of an aborted transaction by rolling it back, without an error.
-        let aborted = self.failed.replace(false) && sql == "COMMIT";
-        let out = self.client.borrow_mut().batch_execute(if aborted { "ROLLBACK" } else { sql }).map_err(error);
+        let aborted = self.failed.replace(false) && commit;
+        let end = if commit && !aborted && sent.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        let out = self.client.borrow_mut().batch_execute(end);
         self.in_transaction.set(false);
+        sent?;
         if aborted {
             return Err(Error::storage("a statement of this transaction failed, so PostgreSQL rolled all of it back"));
         }
-        out
+        out.map_err(|e| match self.err(e) {
+            // The COMMIT went out and no answer came back: it may have been stored.
+            Error::ConnectionLost { url, reason } if commit => {
+                Error::OutcomeUnknown { url, reason, check: String::new() }
+            }
+            e => e,
+        })
     }
 
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
+        self.send_deferred()?;
         self.client.borrow_mut().batch_execute(sql).map_err(|e| self.fail(e))
     }
 
@@ -189,16 +593,41 @@ impl Pg {
     }
 
     pub(crate) fn query(&self, sql: &str, params: &[Value<'_>]) -> Result<Vec<postgres::Row>> {
-        let stmt = self.statement(sql)?;
-        self.client.borrow_mut().query(&stmt, &Self::params(params)).map_err(|e| self.fail(e))
+        self.send_deferred()?;
+        self.query_past_deferred(sql, params)
+    }
+
+    /// The first row of a query, for `Conn::query_opt`.
+    pub(crate) fn query_opt_sql(&self, sql: &str, params: &[Value<'_>]) -> Result<Option<postgres::Row>> {
+        self.send_deferred()?;
+        self.once_more(|| self.query_opt_past_deferred(&self.statement(sql)?, params))
+    }
+
+    /// [`Pg::query`] of a query that reads none of the deferred rows: they stay unsent.
+    pub(crate) fn query_past_deferred(&self, sql: &str, params: &[Value<'_>]) -> Result<Vec<postgres::Row>> {
+        self.once_more(|| {
+            let stmt = self.statement(sql)?;
+            self.client.borrow_mut().query(&stmt, &Self::params(params)).map_err(|e| self.fail(e))
+        })
     }
 
     pub(crate) fn query_opt(&self, stmt: &postgres::Statement, params: &[Value<'_>]) -> Result<Option<postgres::Row>> {
+        self.send_deferred()?;
+        self.query_opt_past_deferred(stmt, params)
+    }
+
+    /// [`Pg::query_opt`] of a query that reads none of the deferred rows: they stay unsent.
+    pub(crate) fn query_opt_past_deferred(
+        &self,
+        stmt: &postgres::Statement,
+        params: &[Value<'_>],
+    ) -> Result<Option<postgres::Row>> {
         self.client.borrow_mut().query_opt(stmt, &Self::params(params)).map_err(|e| self.fail(e))
     }
 
     /// Runs a statement; its error is left for the caller to read (and
-    /// counted as aborting the open transaction).
+    /// counted as aborting the open transaction). The caller sends the
+    /// deferred rows first.
     pub(crate) fn execute(
         &self,
         stmt: &postgres::Statement,
@@ -219,6 +648,7 @@ impl Pg {
         self.cursors.set(self.cursors.get() + 1);
         let declare = format!("DECLARE {cursor} NO SCROLL CURSOR FOR {}", rewrite(sql).map_err(Error::storage)?);
         let fetch = format!("FETCH {CURSOR_ROWS} FROM {cursor}");
+        self.send_deferred()?;
         self.client.borrow_mut().execute(declare.as_str(), &Self::params(params)).map_err(|e| self.fail(e))?;
         loop {
             // The borrow ends before `f` runs, so `f` may query the store too.

@@ -8,9 +8,9 @@
 use serde::Serialize;
 
 use super::integrity::{self, Anchor, AnchorScope};
-use super::ledger::{kept_head, plan_of, Ledger, LOG_LENGTH};
+use super::ledger::{kept_head, Ledger, LOG_LENGTH, RECENT};
 use super::rows::{PreparedRow, RowText};
-use crate::decision::{Decision, DecisionId, DecisionType, Details, IdMap, PlanId};
+use crate::decision::{Decision, DecisionId, DecisionType, Details, IdMap, IdSet, PlanId};
 use crate::error::{Error, Result};
 use crate::hash;
 use crate::store::engine::{vals, Conn, EngineError, Row, Stmt, ValueRef, WriteTx};
@@ -70,9 +70,8 @@ pub(crate) const PLAN_LINKS: &str = "SELECT decision_id, superseded_by FROM supe
 pub(crate) const ALL_ROWS: &str = concat!(select_decisions!(), " ORDER BY d.plan_id, d.sequence");
 /// Every decision row without its supersession link, in the order of the store's log.
 const LOG_ROWS: &str = concat!("SELECT ", decision_columns!(), ", d.log_index FROM decisions d ORDER BY d.log_index");
-/// The plan of a decision and what supersedes it, if anything.
-pub(crate) const LINK_OF: &str = "SELECT d.plan_id, s.superseded_by FROM decisions d \
-     LEFT JOIN supersessions s ON s.decision_id = d.decision_id WHERE d.decision_id = ?1";
+/// What supersedes ?1, if anything.
+pub(crate) const LINK_STORED: &str = "SELECT superseded_by FROM supersessions WHERE decision_id = ?1";
 /// The decisions one step after ?1: the one that supersedes it, and those that correct it.
 pub(crate) const NEXT_OF: &str = "SELECT superseded_by FROM supersessions WHERE decision_id = ?1 \
      UNION ALL SELECT decision_id FROM decisions WHERE corrects_decision_id = ?1";
@@ -375,14 +374,89 @@ pub(crate) fn children_of(conn: &Conn, plan: PlanId, id: DecisionId) -> Result<V
 /// next entry of its plan's chain. Nothing changes when it fails.
 pub(crate) fn insert_row(tx: &WriteTx<'_>, ledger: &mut Ledger, d: &Decision) -> Result<()> {
     // One row: the cached statement, not a fresh one.
-    let mut insert = tx.prepare(insert_sql(tx))?;
+    let mut insert =
+        Inserter { insert: tx.prepare(insert_sql(tx))?, free: IdSet::default(), placed: Placed::default() };
     insert_prepared(tx, &mut insert, ledger, d, &PreparedRow::of(d))
 }
 
-/// The prepared INSERT of a decision row: hold it across the rows of a
-/// batch (it binds a row's texts without copying them).
-pub(crate) fn insert_statement<'c>(tx: &'c Conn) -> Result<Stmt<'c>> {
-    tx.prepare_write(insert_sql(tx))
+/// The (plan, sequence) of the rows placed since the last look ahead.
+type Placed = std::collections::HashSet<(PlanId, u32), rustc_hash::FxBuildHasher>;
+
+/// The writer of a bulk write's decision rows (an import, `insert_many`,
+/// a copy): hold it across the rows of a batch.
+///
+/// On SQLite each row is written at once (its texts bound without
+/// copying them). On PostgreSQL, where a row costs a round trip, the rows
+/// that [`Inserter::look_ahead`] found free go to the server together
+/// ([`Conn::defer`]: one COPY before the next query or the commit); a row
+/// that is not known to be free (a key already stored, a second row with
+/// the same key, a row not looked at) is written on its own, as it would
+/// be without batching, so its error is its own and names its line.
+/// The hash chain does not change: rows are placed in the ledger in the
+/// same order either way.
+pub(crate) struct Inserter<'c> {
+    insert: Stmt<'c>,
+    /// Ids of the rows last looked ahead whose id and (plan, sequence) are
+    /// stored nowhere yet: each may be deferred once.
+    free: IdSet<DecisionId>,
+    /// The (plan, sequence) of the rows placed since the look ahead.
+    placed: Placed,
+}
+
+/// The most rows one look ahead lets be deferred.
+const LOOK_AHEAD: usize = 4096;
+
+/// The rows of a list (ids, plans, sequences; ?4 ordinals from 0) that
+/// cannot be written because their id or their (plan, sequence) is taken.
+const TAKEN_POSTGRES: &str =
+    "SELECT x.n - 1 FROM unnest(CAST(?1 AS TEXT[]), CAST(?2 AS TEXT[]), CAST(?3 AS BIGINT[])) \
+     WITH ORDINALITY AS x(id, plan, seq, n) \
+     WHERE EXISTS (SELECT 1 FROM decisions d WHERE d.decision_id = x.id) \
+     OR EXISTS (SELECT 1 FROM decisions d WHERE d.plan_id = x.plan AND d.sequence = x.seq)";
+
+impl<'c> Inserter<'c> {
+    pub(crate) fn new(tx: &'c Conn) -> Result<Inserter<'c>> {
+        Ok(Inserter { insert: tx.prepare_write(insert_sql(tx))?, free: IdSet::default(), placed: Placed::default() })
+    }
+
+    /// Looks at the rows about to be written (in the open transaction,
+    /// whose ledger holds the log's lock, so no other writer adds one
+    /// meanwhile): on PostgreSQL, one query finds which can be sent in a
+    /// batch. Rows of an earlier look ahead are forgotten: call it once
+    /// for each run of rows, inside the transaction that writes them.
+    pub(crate) fn look_ahead<'d>(&mut self, tx: &WriteTx<'_>, rows: impl Iterator<Item = &'d Decision>) -> Result<()> {
+        self.free.clear();
+        self.placed.clear();
+        if !tx.is_postgres() {
+            return Ok(());
+        }
+        // Deferred rows must stay among the ledger's recent inserts (see
+        // `Ledger::reference`, which looks up the others without sending them).
+        const _: () = assert!(LOOK_AHEAD <= RECENT);
+        let rows: Vec<&Decision> = rows.take(LOOK_AHEAD).collect();
+        if rows.len() < 2 {
+            return Ok(());
+        }
+        let ids: Vec<String> = rows.iter().map(|d| d.decision_id().to_string()).collect();
+        let plans: Vec<String> = rows.iter().map(|d| d.plan_id().to_string()).collect();
+        let sequences: Vec<i64> = rows.iter().map(|d| i64::from(d.sequence())).collect();
+        let taken = tx.query_vec(TAKEN_POSTGRES, vals![&ids[..], &plans[..], &sequences[..]], |r| r.i64(0))?;
+        let mut free = vec![true; rows.len()];
+        for n in taken {
+            if let Some(f) = usize::try_from(n).ok().and_then(|n| free.get_mut(n)) {
+                *f = false;
+            }
+        }
+        self.free.extend(rows.iter().zip(free).filter(|(_, f)| *f).map(|(d, _)| d.decision_id()));
+        Ok(())
+    }
+
+    /// True when `d` may be sent in a batch; from then on its keys count as taken.
+    fn take(&mut self, d: &Decision) -> bool {
+        let deferrable = !self.placed.contains(&(d.plan_id(), d.sequence())) && self.free.remove(&d.decision_id());
+        self.placed.insert((d.plan_id(), d.sequence()));
+        deferrable
+    }
 }
 
 fn insert_sql(tx: &Conn) -> &'static str {
@@ -392,7 +466,7 @@ fn insert_sql(tx: &Conn) -> &'static str {
 /// [`insert_row`] with the row's texts and hash computed already (by [`PreparedRow::of`] on `d`).
 pub(crate) fn insert_prepared(
     tx: &WriteTx<'_>,
-    insert: &mut Stmt<'_>,
+    insert: &mut Inserter<'_>,
     ledger: &mut Ledger,
     d: &Decision,
     row: &PreparedRow,
@@ -409,38 +483,41 @@ pub(crate) fn insert_prepared(
     tx.storable("rationale", d.rationale())?;
     let entry = ledger.next_entry(tx, d.plan_id(), &row.content)?;
     let mut chain_hex = [0; 64];
-    let inserted = insert
-        .execute_raw(vals![
-            text(RowText::Id),
-            text(RowText::Plan),
-            row.id(RowText::Parent),
-            d.sequence(),
-            d.decision_type().as_str(),
-            d.chosen_option(),
-            d.rationale(),
-            d.confidence_score(),
-            text(RowText::Alternatives),
-            text(RowText::Snapshot),
-            text(RowText::Artifacts),
-            row.id(RowText::Corrects),
-            text(RowText::DownstreamDecisions),
-            text(RowText::DownstreamPlans),
-            text(RowText::Metadata),
-            depth,
-            text(RowText::ContentHex),
-            entry.chain_index,
-            hash::hex_into(&entry.chain_hash, &mut chain_hex),
-            entry.log_index,
-        ])
-        .map_err(|e| insert_error(d, e))?;
-    if inserted == 0 {
-        // PostgreSQL's ON CONFLICT DO NOTHING: which rule did it break?
-        let taken =
-            tx.query_opt("SELECT 1 FROM decisions WHERE decision_id = ?1", vals![text(RowText::Id)], |_| Ok(()))?;
-        return Err(match taken {
-            Some(()) => Error::DuplicateDecision(d.decision_id().to_string()),
-            None => Error::DuplicateSequence { plan_id: d.plan_id().to_string(), sequence: d.sequence() },
-        });
+    let values = vals![
+        text(RowText::Id),
+        text(RowText::Plan),
+        row.id(RowText::Parent),
+        d.sequence(),
+        d.decision_type().as_str(),
+        d.chosen_option(),
+        d.rationale(),
+        d.confidence_score(),
+        text(RowText::Alternatives),
+        text(RowText::Snapshot),
+        text(RowText::Artifacts),
+        row.id(RowText::Corrects),
+        text(RowText::DownstreamDecisions),
+        text(RowText::DownstreamPlans),
+        text(RowText::Metadata),
+        depth,
+        text(RowText::ContentHex),
+        entry.chain_index,
+        hash::hex_into(&entry.chain_hash, &mut chain_hex),
+        entry.log_index,
+    ];
+    if insert.take(d) {
+        tx.defer(INSERT, values)?;
+    } else {
+        let inserted = insert.insert.execute_raw(values).map_err(|e| insert_error(d, e))?;
+        if inserted == 0 {
+            // PostgreSQL's ON CONFLICT DO NOTHING: which rule did it break?
+            let taken =
+                tx.query_opt("SELECT 1 FROM decisions WHERE decision_id = ?1", vals![text(RowText::Id)], |_| Ok(()))?;
+            return Err(match taken {
+                Some(()) => Error::DuplicateDecision(d.decision_id().to_string()),
+                None => Error::DuplicateSequence { plan_id: d.plan_id().to_string(), sequence: d.sequence() },
+            });
+        }
     }
     ledger.decision_appended(d, &entry, depth);
     Ok(())
@@ -489,12 +566,10 @@ pub(crate) fn link_supersession(
     old: DecisionId,
     new: DecisionId,
 ) -> Result<bool> {
-    // Only the plan and the current link of `old` are needed, not the whole row.
-    let (old_plan, current) = tx
-        .query_opt(LINK_OF, vals![&old.to_string()], |r| Ok((r.string(0)?, r.opt_string(1)?)))?
-        .ok_or_else(|| Error::DecisionNotFound(old.to_string()))?;
-    let new_plan = plan_of(tx, &new.to_string())?.map(|(p, _)| p);
-    let new_plan = new_plan.ok_or_else(|| Error::MissingReference {
+    // The rows of a bulk write may not be sent yet: the checks read the
+    // ledger for what this transaction wrote, and the tables for the rest.
+    let old_plan = ledger.plan_of_stored(tx, old)?.ok_or_else(|| Error::DecisionNotFound(old.to_string()))?;
+    let new_plan = ledger.plan_of_stored(tx, new)?.ok_or_else(|| Error::MissingReference {
         field: "superseded_by",
         id: new.to_string(),
         plan_id: old_plan.clone(),
@@ -507,6 +582,11 @@ pub(crate) fn link_supersession(
             other_plan: new_plan,
         });
     }
+    let current = match ledger.link_written(old) {
+        Some(by) => Some(by.to_string()),
+        None if ledger.is_fresh(old) => None,
+        None => tx.query_opt_past_deferred(LINK_STORED, vals![&old.to_string()], |r| r.string(0))?,
+    };
     match current {
         Some(by) if by == new.to_string() => return Ok(false),
         Some(by) => return Err(Error::AlreadySuperseded { id: old.to_string(), by }),
@@ -515,34 +595,39 @@ pub(crate) fn link_supersession(
     if old == new {
         return Err(Error::validation("superseded_by", "a decision cannot supersede itself"));
     }
-    if reaches(tx, new, old)? {
+    if reaches(tx, ledger, new, old)? {
         return Err(Error::Cycle(format!(
             "superseding {old} by {new} would form a cycle: {new} already leads back to {old}"
         )));
     }
-    let (old, new) = (old.to_string(), new.to_string());
-    let content = integrity::supersession_hash(ValueRef::Text(&old_plan), ValueRef::Text(&old), ValueRef::Text(&new));
+    let (old_id, new_id) = (old.to_string(), new.to_string());
+    let content =
+        integrity::supersession_hash(ValueRef::Text(&old_plan), ValueRef::Text(&old_id), ValueRef::Text(&new_id));
     let plan = PlanId::parse_field("plan_id", &old_plan)?;
     let entry = ledger.next_entry(tx, plan, &content)?;
     let chain_hash = hash::to_hex(&entry.chain_hash);
-    tx.execute(
+    // Checked above, so it can wait for the rest of a bulk write's rows.
+    tx.defer(
         INSERT_SUPERSESSION,
-        vals![&old, &new, &old_plan, &hash::to_hex(&content), entry.chain_index, &chain_hash, entry.log_index],
+        vals![&old_id, &new_id, &old_plan, &hash::to_hex(&content), entry.chain_index, &chain_hash, entry.log_index],
     )?;
-    ledger.supersession_appended(plan, &entry);
+    ledger.supersession_appended(plan, old, new, &entry);
     Ok(true)
 }
 
 /// Is `to` reachable from `from` through supersessions and corrections?
-fn reaches(tx: &Conn, from: DecisionId, to: DecisionId) -> Result<bool> {
-    if tx.is_postgres() {
+fn reaches(tx: &Conn, ledger: &Ledger, from: DecisionId, to: DecisionId) -> Result<bool> {
+    let deferred = tx.has_deferred();
+    if tx.is_postgres() && !deferred {
         // One recursive query: a round trip per step would cost more than the query.
         return tx.query_one(REACHES_POSTGRES, vals![&from.to_string(), &to.to_string()], |r| r.bool(0));
     }
-    // On SQLite a walk, one point query per decision reached (in an import
-    // usually one: the superseding decision was just stored). A recursive
-    // query opened a temporary table for its UNION at every call: 30 us a
-    // link, 3 % of an import's writer thread.
+    // Else a walk, one point query per decision reached (in an import
+    // usually one: the superseding decision was just stored); on SQLite a
+    // recursive query opened a temporary table for its UNION at every
+    // call: 30 us a link, 3 % of an import's writer thread. On PostgreSQL
+    // with rows of a bulk write not yet sent, the walk reads the tables
+    // without sending them and the ledger for what they hold.
     // Texts, as the rows hold them: a walk compares what is stored, as the query did.
     let to = to.to_string();
     let mut seen = std::collections::HashSet::new();
@@ -552,10 +637,17 @@ fn reaches(tx: &Conn, from: DecisionId, to: DecisionId) -> Result<bool> {
             return Ok(true);
         }
         if !seen.contains(&id) {
-            tx.for_each(NEXT_OF, vals![&id], |r| {
-                next.push(r.string(0)?);
-                Ok(())
-            })?;
+            // What the ledger knows of a decision inserted in this transaction is all there is.
+            let written = if deferred { Some(DecisionId::parse_field("decision_id", &id)?) } else { None };
+            if !written.is_some_and(|w| ledger.is_fresh(w)) {
+                tx.for_each_past_deferred(NEXT_OF, vals![&id], |r| {
+                    next.push(r.string(0)?);
+                    Ok(())
+                })?;
+            }
+            if let Some(w) = written {
+                next.extend(ledger.next_written(w).map(|d| d.to_string()));
+            }
             seen.insert(id);
         }
     }

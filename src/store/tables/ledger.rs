@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use super::integrity::{self, GENESIS};
-use crate::decision::{Decision, DecisionId, DecisionType, IdMap, PlanId};
+use crate::decision::{Decision, DecisionId, DecisionType, IdMap, IdSet, PlanId};
 use crate::error::{Error, Result};
 use crate::hash::{self, Hash};
 use crate::store::engine::{vals, Conn, Dialect, WriteTx};
@@ -40,6 +40,10 @@ const UPDATE_PLAN_POSTGRES: &str = "UPDATE plans SET decisions = decisions + ?2,
      entries = ?8, head_hash = ?9 WHERE plan_id = ?1";
 const COUNT_TYPES: &str = "INSERT INTO decision_type_counts (decision_type, decisions) VALUES (?1, ?2) \
      ON CONFLICT (decision_type) DO UPDATE SET decisions = decision_type_counts.decisions + excluded.decisions";
+/// [`COUNT_TYPES`] of every type at once (PostgreSQL): one round trip.
+const COUNT_TYPES_POSTGRES: &str = "INSERT INTO decision_type_counts (decision_type, decisions) \
+     SELECT * FROM unnest(CAST(?1 AS TEXT[]), CAST(?2 AS BIGINT[])) \
+     ON CONFLICT (decision_type) DO UPDATE SET decisions = decision_type_counts.decisions + excluded.decisions";
 const SET_LOG_LENGTH: &str = "UPDATE store_log SET entries = ?1 WHERE id = 1";
 
 /// A plan's chain head and the changes to its kept counts in this transaction.
@@ -65,6 +69,38 @@ pub(crate) struct Ledger {
     plans: IdMap<PlanId, PlanState>,
     types: HashMap<DecisionType, i64>,
     inserted: Recent,
+    /// The supersession links and corrections written in this transaction,
+    /// for the checks of a bulk write whose rows are not all sent yet
+    /// (see `decisions::link_supersession`): old -> new, corrected -> correcting.
+    links: IdMap<DecisionId, DecisionId>,
+    corrections: IdMap<DecisionId, Vec<DecisionId>>,
+    /// The decisions inserted in this transaction: no row outside it refers to them.
+    fresh: IdSet<DecisionId>,
+    /// The last entry appended in this transaction.
+    last: Option<LastEntry>,
+}
+
+/// An entry of the log as the ledger placed it: found in the store after
+/// a commit whose answer was lost, it proves the commit (a transaction
+/// commits whole or not at all).
+#[derive(Clone, Debug)]
+pub(crate) struct LastEntry {
+    plan: PlanId,
+    chain_index: i64,
+    chain_hash: Hash,
+    /// The decision of the entry (of a supersession, the superseded one): what to look at.
+    pub(crate) decision: DecisionId,
+}
+
+/// Is `entry` stored, at its place in its plan's chain?
+const ENTRY_STORED: &str =
+    "SELECT EXISTS (SELECT 1 FROM decisions WHERE plan_id = ?1 AND chain_index = ?2 AND chain_hash = ?3) \
+     OR EXISTS (SELECT 1 FROM supersessions WHERE plan_id = ?1 AND chain_index = ?2 AND chain_hash = ?3)";
+
+/// True when `entry` is in the store (see [`LastEntry`]).
+pub(crate) fn entry_stored(conn: &Conn, entry: &LastEntry) -> Result<bool> {
+    let hex = hash::to_hex(&entry.chain_hash);
+    conn.query_one(ENTRY_STORED, vals![&entry.plan.to_string(), entry.chain_index, &hex], |r| r.bool(0))
 }
 
 /// The decisions last inserted in a transaction, with their plan and
@@ -74,14 +110,14 @@ pub(crate) struct Ledger {
 /// stay in cache: one map of 65,536 was 5 % of an import's writer thread,
 /// most of it cache misses. A decision not remembered is looked up.
 #[derive(Default)]
-struct Recent {
+pub(crate) struct Recent {
     newer: IdMap<DecisionId, (PlanId, i64)>,
     older: IdMap<DecisionId, (PlanId, i64)>,
 }
 
 /// The size of a [`Recent`] generation: 7/8 of a power of two, the most a
 /// hash table of that many slots holds before it doubles.
-const RECENT: usize = 7 << 10;
+pub(crate) const RECENT: usize = 7 << 10;
 
 impl Recent {
     fn get(&self, id: &DecisionId) -> Option<&(PlanId, i64)> {
@@ -111,6 +147,11 @@ pub(crate) fn plan_of(tx: &Conn, id: &str) -> Result<Option<(String, Option<i64>
     tx.query_opt(PLAN_OF, vals![id], |r| Ok((r.string(0)?, r.opt_i64(1)?)))
 }
 
+/// [`plan_of`] a decision that is not among the rows a bulk write deferred.
+fn plan_of_past_deferred(tx: &Conn, id: &str) -> Result<Option<(String, Option<i64>)>> {
+    tx.query_opt_past_deferred(PLAN_OF, vals![id], |r| Ok((r.string(0)?, r.opt_i64(1)?)))
+}
+
 impl Ledger {
     /// The ledger of a write transaction that extends the log. On
     /// PostgreSQL it locks the log's row for the rest of the transaction:
@@ -118,11 +159,29 @@ impl Ledger {
     /// writers of the graph do not wait for them. On SQLite the file's write
     /// lock, taken when the transaction began, serialises all writers.
     pub(crate) fn begin(tx: &WriteTx<'_>) -> Result<Ledger> {
+        Ledger::begin_after(tx, Recent::default())
+    }
+
+    /// [`Ledger::begin`] of a bulk write's next transaction, knowing the
+    /// decisions that the write's earlier transactions committed (from
+    /// [`Ledger::flush_keeping`]): a child finds a parent written a
+    /// transaction ago without a query. Stored rows never change, so what
+    /// was committed stays true.
+    pub(crate) fn begin_after(tx: &WriteTx<'_>, recent: Recent) -> Result<Ledger> {
         let log = match tx.dialect() {
             Dialect::Postgres => Some(tx.query_one(LOCK_LOG, &[], |r| r.i64(0))?),
             Dialect::Sqlite => None,
         };
-        Ok(Ledger { log, plans: IdMap::default(), types: HashMap::new(), inserted: Recent::default() })
+        Ok(Ledger {
+            log,
+            plans: IdMap::default(),
+            types: HashMap::new(),
+            inserted: recent,
+            links: IdMap::default(),
+            corrections: IdMap::default(),
+            fresh: IdSet::default(),
+            last: None,
+        })
     }
 
     fn plan(&mut self, tx: &Conn, plan: PlanId) -> Result<&mut PlanState> {
@@ -131,7 +190,8 @@ impl Ledger {
             std::collections::hash_map::Entry::Vacant(vacant) => vacant,
         };
         let plan_id = plan.to_string();
-        let head = tx.query_opt(PLAN_HEAD, vals![&plan_id], |r| Ok((r.i64(0)?, r.string(1)?)))?;
+        // The kept row of a plan is written by `flush` only, never deferred.
+        let head = tx.query_opt_past_deferred(PLAN_HEAD, vals![&plan_id], |r| Ok((r.i64(0)?, r.string(1)?)))?;
         let (stored, entries, head) = match head {
             None => (false, 0, GENESIS),
             Some((n, hex)) => (true, n, kept_head(&plan_id, &hex)?),
@@ -152,7 +212,8 @@ impl Ledger {
     /// Where the next entry of `plan` goes; nothing changes until [`Ledger::appended`].
     pub(super) fn next_entry(&mut self, tx: &Conn, plan: PlanId, content: &Hash) -> Result<Entry> {
         if self.log.is_none() {
-            self.log = Some(tx.query_one(LOG_LENGTH, &[], |r| r.i64(0))?);
+            let length = tx.query_opt_past_deferred(LOG_LENGTH, &[], |r| r.i64(0))?;
+            self.log = Some(length.ok_or_else(|| Error::storage("the store's log has no row"))?);
         }
         let log_index = self.log.expect("loaded above") + 1;
         let state = self.plan(tx, plan)?;
@@ -160,8 +221,9 @@ impl Ledger {
     }
 
     /// Records an entry whose row was written.
-    fn appended(&mut self, plan: PlanId, entry: &Entry) -> &mut PlanState {
+    fn appended(&mut self, plan: PlanId, decision: DecisionId, entry: &Entry) -> &mut PlanState {
         self.log = Some(entry.log_index);
+        self.last = Some(LastEntry { plan, chain_index: entry.chain_index, chain_hash: entry.chain_hash, decision });
         let state = self.plans.get_mut(&plan).expect("next_entry loaded the plan");
         state.entries = entry.chain_index;
         state.head = entry.chain_hash;
@@ -170,7 +232,7 @@ impl Ledger {
 
     /// Records a decision row written as `entry`, at `depth` in its tree.
     pub(super) fn decision_appended(&mut self, d: &Decision, entry: &Entry, depth: i64) {
-        let state = self.appended(d.plan_id(), entry);
+        let state = self.appended(d.plan_id(), d.decision_id(), entry);
         state.decisions += 1;
         state.corrections += i64::from(d.corrects_decision_id().is_some());
         state.max_depth = state.max_depth.max(depth);
@@ -179,11 +241,49 @@ impl Ledger {
         state.last = Some(state.last.map_or(this, |l| l.max(this)));
         *self.types.entry(d.decision_type()).or_default() += 1;
         self.inserted.insert(this, d.plan_id(), depth);
+        if let Some(corrected) = d.corrects_decision_id() {
+            self.corrections.entry(corrected).or_default().push(this);
+        }
+        self.fresh.insert(this);
     }
 
-    /// Records a supersession row written as `entry`.
-    pub(super) fn supersession_appended(&mut self, plan: PlanId, entry: &Entry) {
-        self.appended(plan, entry).superseded += 1;
+    /// True when `id` was inserted in this transaction: then every row
+    /// that refers to it (a correction, a supersession) was written in
+    /// this transaction too, and the ledger knows them all.
+    pub(super) fn is_fresh(&self, id: DecisionId) -> bool {
+        self.fresh.contains(&id)
+    }
+
+    /// Records a supersession row (`old` replaced by `new`) written as `entry`.
+    pub(super) fn supersession_appended(&mut self, plan: PlanId, old: DecisionId, new: DecisionId, entry: &Entry) {
+        self.appended(plan, old, entry).superseded += 1;
+        self.links.insert(old, new);
+    }
+
+    /// The last entry appended in this transaction, if any.
+    pub(crate) fn last_entry(&self) -> Option<LastEntry> {
+        self.last.clone()
+    }
+
+    /// What supersedes `old`, written in this transaction.
+    pub(super) fn link_written(&self, old: DecisionId) -> Option<DecisionId> {
+        self.links.get(&old).copied()
+    }
+
+    /// The decisions one step after `id` written in this transaction: what
+    /// supersedes it and what corrects it.
+    pub(super) fn next_written(&self, id: DecisionId) -> impl Iterator<Item = DecisionId> + '_ {
+        self.links.get(&id).into_iter().chain(self.corrections.get(&id).into_iter().flatten()).copied()
+    }
+
+    /// The plan of a stored decision: from the recent inserts, else looked
+    /// up without sending deferred rows (a decision not among the recent
+    /// inserts is not among them). `None` when it is not stored.
+    pub(super) fn plan_of_stored(&self, tx: &Conn, id: DecisionId) -> Result<Option<String>> {
+        match self.inserted.get(&id) {
+            Some((plan, _)) => Ok(Some(plan.to_string())),
+            None => Ok(plan_of_past_deferred(tx, &id.to_string())?.map(|(p, _)| p)),
+        }
     }
 
     /// Checks that a referenced decision is stored in `plan`; returns its depth.
@@ -191,7 +291,8 @@ impl Ledger {
         let (other_plan, depth) = match self.inserted.get(&id) {
             Some(&(p, depth)) if p == plan => return Ok(depth),
             Some(&(p, depth)) => (p.to_string(), Some(depth)),
-            None => plan_of(tx, &id.to_string())?.ok_or_else(|| Error::MissingReference {
+            // Not among the recent inserts, so not among the rows deferred (see `Inserter`).
+            None => plan_of_past_deferred(tx, &id.to_string())?.ok_or_else(|| Error::MissingReference {
                 field,
                 id: id.to_string(),
                 plan_id: plan.to_string(),
@@ -207,7 +308,13 @@ impl Ledger {
 
     /// Writes the chain heads and counts: call once, before the commit of
     /// the transaction the ledger began in.
-    pub(crate) fn flush(mut self, tx: &WriteTx<'_>) -> Result<()> {
+    pub(crate) fn flush(self, tx: &WriteTx<'_>) -> Result<()> {
+        self.flush_keeping(tx).map(drop)
+    }
+
+    /// [`Ledger::flush`], returning the decisions inserted, for
+    /// [`Ledger::begin_after`] once the transaction has committed.
+    pub(crate) fn flush_keeping(mut self, tx: &WriteTx<'_>) -> Result<Recent> {
         if let Some(n) = self.log {
             tx.execute(SET_LOG_LENGTH, vals![n])?;
         }
@@ -229,10 +336,15 @@ impl Ledger {
                 ],
             )?;
         }
+        if tx.is_postgres() && self.types.len() > 1 {
+            let (types, counts): (Vec<String>, Vec<i64>) =
+                self.types.drain().map(|(t, n)| (t.as_str().to_owned(), n)).unzip();
+            tx.execute(COUNT_TYPES_POSTGRES, vals![&types[..], &counts[..]])?;
+        }
         for (t, n) in self.types.drain() {
             tx.execute(COUNT_TYPES, vals![t.as_str(), n])?;
         }
-        Ok(())
+        Ok(self.inserted)
     }
 }
 

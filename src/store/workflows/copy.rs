@@ -18,9 +18,7 @@ use super::import::Commit;
 use crate::decision::{Decision, DecisionId};
 use crate::error::{Error, Result};
 use crate::store::engine::{Bulk, Conn, WriteTx};
-use crate::store::tables::decisions::{
-    self, for_each_in_log_order, insert_prepared, insert_statement, link_supersession,
-};
+use crate::store::tables::decisions::{self, for_each_in_log_order, insert_prepared, link_supersession, Inserter};
 use crate::store::tables::ledger::Ledger;
 use crate::store::tables::rows::PreparedRow;
 use crate::store::tables::{graph, history, lexical, references};
@@ -231,7 +229,12 @@ fn write_entries(bulk: &Bulk<'_>, batch: &mut Vec<Entry>, report: &mut CopyRepor
     let mut ledger = Ledger::begin(&tx)?;
     {
         // One statement for the batch: taking it from the cache per row hashes its text twice.
-        let mut insert = insert_statement(&tx)?;
+        let mut insert = Inserter::new(&tx)?;
+        let decisions = batch.iter().filter_map(|e| match e {
+            Entry::Decision(d) => Some(&**d),
+            Entry::Supersession(..) => None,
+        });
+        insert.look_ahead(&tx, decisions)?;
         for e in batch.iter() {
             match e {
                 Entry::Decision(d) => insert_prepared(&tx, &mut insert, &mut ledger, d, &PreparedRow::of(d))?,

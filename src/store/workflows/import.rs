@@ -31,10 +31,10 @@ use serde::Serialize;
 
 use crate::decision::{Decision, DecisionId, IdMap};
 use crate::error::{Error, Result};
-use crate::store::engine::{Conn, Stmt, WriteTx};
-use crate::store::tables::decisions::{get_in, insert_prepared, insert_statement, link_supersession};
+use crate::store::engine::{Conn, WriteTx};
+use crate::store::tables::decisions::{get_in, insert_prepared, link_supersession, Inserter};
 use crate::store::tables::graph;
-use crate::store::tables::ledger::Ledger;
+use crate::store::tables::ledger::{Ledger, Recent};
 use crate::store::tables::rows::PreparedRow;
 use crate::uko::{UkoEdge, UkoNode};
 
@@ -63,8 +63,11 @@ pub const MAX_HOLD: Duration = Duration::from_millis(25);
 /// syncs the file, and there is no other writer to wait for it.
 pub(crate) const FIRST_LOAD_BATCH: usize = 65_536;
 pub(crate) const FIRST_LOAD_HOLD: Duration = Duration::from_millis(500);
-/// Records written between two looks at the clock.
+/// Records written between two looks at the clock: on PostgreSQL a run
+/// is also what one look ahead and one COPY cover (see `Inserter`), and
+/// a longer one costs fewer round trips.
 const RUN: usize = 32;
+const RUN_POSTGRES: usize = 256;
 
 /// What ends one transaction of an import.
 #[derive(Clone, Copy, Debug)]
@@ -262,6 +265,8 @@ pub(crate) struct Pending {
     links: IdMap<DecisionId, Vec<(u64, DecisionId)>>,
     /// Chain heads and counts of the open transaction.
     ledger: Option<Ledger>,
+    /// The decisions inserted by the transactions committed so far.
+    recent: Option<Recent>,
 }
 
 impl Pending {
@@ -314,7 +319,7 @@ pub(crate) trait ImportState {
         tx: &WriteTx<'_>,
         statements: &mut Self::Statements<'_>,
         source: usize,
-        items: impl Iterator<Item = (u64, &'a Self::Item)>,
+        items: impl Iterator<Item = (u64, &'a Self::Item)> + Clone,
         report: &mut ImportReport,
     ) -> Result<()>
     where
@@ -335,10 +340,10 @@ impl Pending {
 
 impl ImportState for Pending {
     type Item = (Decision, PreparedRow);
-    type Statements<'c> = Stmt<'c>;
+    type Statements<'c> = Inserter<'c>;
 
-    fn statements(conn: &Conn) -> Result<Stmt<'_>> {
-        insert_statement(conn)
+    fn statements(conn: &Conn) -> Result<Inserter<'_>> {
+        Inserter::new(conn)
     }
 
     fn prepare(_: usize, text: &str) -> Result<Self::Item> {
@@ -348,18 +353,19 @@ impl ImportState for Pending {
     }
 
     fn begin(&mut self, tx: &WriteTx<'_>) -> Result<()> {
-        self.ledger = Some(Ledger::begin(tx)?);
+        self.ledger = Some(Ledger::begin_after(tx, self.recent.take().unwrap_or_default())?);
         Ok(())
     }
 
     fn record<'a>(
         &mut self,
         tx: &WriteTx<'_>,
-        insert: &mut Stmt<'_>,
+        insert: &mut Inserter<'_>,
         _: usize,
-        items: impl Iterator<Item = (u64, &'a Self::Item)>,
+        items: impl Iterator<Item = (u64, &'a Self::Item)> + Clone,
         report: &mut ImportReport,
     ) -> Result<()> {
+        insert.look_ahead(tx, items.clone().map(|(_, (d, _))| d))?;
         for (line, (d, row)) in items {
             self.place(tx, insert, line, d, row, report)?;
         }
@@ -367,10 +373,11 @@ impl ImportState for Pending {
     }
 
     fn before_commit(&mut self, tx: &WriteTx<'_>) -> Result<()> {
-        match self.ledger.take() {
-            Some(ledger) => ledger.flush(tx),
-            None => Ok(()),
+        if let Some(ledger) = self.ledger.take() {
+            // Kept for the next transaction, which begins only after this one commits.
+            self.recent = Some(ledger.flush_keeping(tx)?);
         }
+        Ok(())
     }
 
     fn finish(&self) -> Result<()> {
@@ -421,7 +428,7 @@ impl ImportState for GraphImport {
         tx: &WriteTx<'_>,
         _: &mut (),
         _: usize,
-        items: impl Iterator<Item = (u64, &'a GraphItem)>,
+        items: impl Iterator<Item = (u64, &'a GraphItem)> + Clone,
         report: &mut ImportReport,
     ) -> Result<()> {
         for (line, item) in items {
@@ -445,7 +452,7 @@ impl Pending {
     fn place(
         &mut self,
         tx: &WriteTx<'_>,
-        insert: &mut Stmt<'_>,
+        insert: &mut Inserter<'_>,
         line: u64,
         d: &Decision,
         row: &PreparedRow,
@@ -470,7 +477,7 @@ impl Pending {
     fn place_one(
         &mut self,
         tx: &WriteTx<'_>,
-        insert: &mut Stmt<'_>,
+        insert: &mut Inserter<'_>,
         line: u64,
         d: &Decision,
         row: &PreparedRow,
@@ -562,6 +569,7 @@ pub(crate) fn import<S: ImportState, const N: usize>(
         let (mut limit, mut began) = (options.commit.limit(bulk.is_unlogged()), Instant::now());
         // Declared after `tx`, so dropped (finalized) before it.
         let mut statements = S::statements(conn)?;
+        let run_length = conn.dialect().pick(RUN, RUN_POSTGRES);
         let mut in_batch = 0u64;
         // The source whose record opened the current batch is credited with its commit.
         let mut owner = 0;
@@ -640,7 +648,7 @@ pub(crate) fn import<S: ImportState, const N: usize>(
                 // A run ends at the next commit, at a line that did not parse, or with the chunk.
                 let mut room = usize::try_from(limit.records - in_batch).unwrap_or(usize::MAX);
                 if limit.hold.is_some() {
-                    room = room.min(RUN);
+                    room = room.min(run_length);
                 }
                 let end = bad.unwrap_or(chunk.lines.len()).min(start.saturating_add(room));
                 let run = &chunk.lines[start..end];
