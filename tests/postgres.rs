@@ -368,6 +368,10 @@ fn several_hosts_and_a_lost_connection(url: &str) {
     terminate(&mut admin);
     assert_eq!(store.decision_tree(plan).unwrap().len(), 2);
     assert!(store.check().unwrap().is_empty());
+    // A server without standbys says so.
+    let replication = store.replication().unwrap().expect("a server");
+    assert!(!replication.standby && replication.standbys.is_empty());
+    assert!(ok(&["info", &target]).contains("primary, no standby"));
 }
 
 fn copy_round_trips_file_to_server_to_file(url: &str) {

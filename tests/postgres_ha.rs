@@ -280,4 +280,24 @@ fn main() {
     let config = PathBuf::from(configs.split(':').next().unwrap());
     case(&url, &config, Event::KillPrimary, "failover (SIGKILL of the primary's postmaster)");
     case(&url, &config, Event::Switchover, "switchover (patronictl switchover)");
+    replication_is_shown(&url, &config);
+}
+
+/// `dstore info` shows the primary's standbys, and a standby's lag.
+fn replication_is_shown(url: &str, config: &Path) {
+    wait_for("the cluster is healthy", Duration::from_secs(90), || healthy(config));
+    let primary = Store::connect_read_only(url).unwrap().replication().unwrap().expect("a server");
+    assert!(!primary.standby);
+    assert_eq!(primary.standbys.len(), 2, "{primary:?}");
+    assert!(primary.standbys.iter().any(|s| s.sync_state == "sync"), "{primary:?}");
+    let on_standby = url.replace("target_session_attrs=read-write", "target_session_attrs=standby");
+    let standby = Store::connect_read_only(&on_standby).unwrap().replication().unwrap().expect("a server");
+    assert!(standby.standby && standby.lag_bytes.is_some(), "{standby:?}");
+    let info = Command::new(env!("CARGO_BIN_EXE_dstore")).args(["info", url]).output().unwrap();
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(text.contains("primary, 2 standby(s)") && text.contains("sync streaming, lag"), "{text}");
+    let info = Command::new(env!("CARGO_BIN_EXE_dstore")).args(["info", &on_standby]).output().unwrap();
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(text.contains("standby, lag"), "{text}");
+    println!("postgres_ha: dstore info on the primary and on a standby shows the replication and its lag");
 }

@@ -37,6 +37,18 @@ struct InfoReport {
     edges: u64,
     by_type: BTreeMap<String, u64>,
     by_phase: BTreeMap<String, u64>,
+    /// On a server: its place in streaming replication (absent for a file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replication: Option<decision_store::store::Replication>,
+}
+
+/// A lag as a person reads it.
+fn lag(bytes_behind: Option<i64>, ms: Option<i64>) -> String {
+    let time = ms.map_or_else(|| "no recent figure".to_owned(), |ms| format!("{:.3} s", ms as f64 / 1000.0));
+    match bytes_behind {
+        Some(b) => format!("{time}, {} behind", bytes(b.max(0) as u64)),
+        None => time,
+    }
 }
 
 pub fn info(db: &Path, format: Format) -> CmdResult {
@@ -67,6 +79,7 @@ pub fn info(db: &Path, format: Format) -> CmdResult {
         edges: graph.edges,
         by_type: counts.by_type.iter().map(|(t, n)| (t.to_string(), *n)).collect(),
         by_phase,
+        replication: store.replication()?,
     };
     if format == Format::Json {
         print_json(&report)?;
@@ -96,6 +109,20 @@ pub fn info(db: &Path, format: Format) -> CmdResult {
     ];
     for (t, n) in &report.by_type {
         rows.push(vec![format!("  {t}"), n.to_string()]);
+    }
+    match &report.replication {
+        Some(r) if r.standby => {
+            rows.push(vec!["replication".into(), format!("standby, lag {}", lag(r.lag_bytes, r.lag_ms))])
+        }
+        Some(r) if r.standbys.is_empty() => rows.push(vec!["replication".into(), "primary, no standby".into()]),
+        Some(r) => {
+            rows.push(vec!["replication".into(), format!("primary, {} standby(s)", r.standbys.len())]);
+            for s in &r.standbys {
+                let state = format!("{} {}, lag {}", s.sync_state, s.state, lag(s.lag_bytes, s.lag_ms));
+                rows.push(vec![format!("  {}", s.name), state]);
+            }
+        }
+        None => {}
     }
     print_text(&table(&["", ""], &rows).lines().skip(1).map(|l| format!("{l}\n")).collect::<String>())?;
     Ok(0)
