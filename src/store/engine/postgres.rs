@@ -567,7 +567,8 @@ impl Pg {
         out.map_err(|e| match self.err(e) {
             // The COMMIT went out and no answer came back: it may have been stored.
             Error::ConnectionLost { url, reason } if commit => {
-                Error::OutcomeUnknown { url, reason, check: String::new() }
+                let check = "look once the server answers (an import: run it again, it skips what is stored)";
+                Error::OutcomeUnknown { url, reason, check: check.into() }
             }
             e => e,
         })
