@@ -313,6 +313,23 @@ fn batched_writes_keep_lines_chains_and_skips(url: &str) {
     assert_eq!(store.digest().unwrap(), before);
     assert_eq!(store.insert_many(&ds[100..]).unwrap(), ds.len() - 100);
     assert!(store.check().unwrap().is_empty());
+    // A batch whose first row is a supersession, then a decision, then a
+    // supersession of that decision: the decisions reach the server first.
+    let plan = PlanId::generate();
+    let root = Decision::builder(plan, DecisionType::PromptDefinition, 0).build().unwrap();
+    let a = Decision::builder(plan, DecisionType::ToolInvocation, 1).parent(root.decision_id()).build().unwrap();
+    store.insert_many([&root, &a]).unwrap();
+    let f = Decision::builder(plan, DecisionType::ToolInvocation, 2).parent(root.decision_id()).build().unwrap();
+    let h = Decision::builder(plan, DecisionType::ToolInvocation, 3)
+        .parent(root.decision_id())
+        .superseded_by(f.decision_id())
+        .build()
+        .unwrap();
+    let a_linked = a.to_builder().superseded_by(root.decision_id()).build().unwrap();
+    let text = [&a_linked, &f, &h].iter().map(|d| d.to_json() + "\n").collect::<String>();
+    let report = store.import_decisions(text.as_bytes(), ImportOptions::default(), |_| {}).unwrap();
+    assert_eq!((report.imported, report.skipped, report.supersessions), (2, 1, 2));
+    assert!(store.check().unwrap().is_empty());
 }
 
 /// The error inside an error of a line or an item.
@@ -372,6 +389,102 @@ fn several_hosts_and_a_lost_connection(url: &str) {
     let replication = store.replication().unwrap().expect("a server");
     assert!(!replication.standby && replication.standbys.is_empty());
     assert!(ok(&["info", &target]).contains("primary, no standby"));
+}
+
+/// A TCP proxy in front of the server that, once armed, ends a client's
+/// connection at its next COMMIT: before passing it on (nothing commits),
+/// or after (the server commits; its answer never reaches the client).
+struct CutAtCommit {
+    port: u16,
+    /// `Some(true)`: cut after passing the COMMIT on; `Some(false)`: before.
+    arm: std::sync::Arc<std::sync::Mutex<Option<bool>>>,
+}
+
+impl CutAtCommit {
+    fn start(server: std::net::SocketAddr) -> CutAtCommit {
+        use std::io::{Read, Write};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let arm: Arc<Mutex<Option<bool>>> = Arc::default();
+        let armed = arm.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let mut client = client.unwrap();
+                let mut upstream = std::net::TcpStream::connect(server).unwrap();
+                let muted = Arc::new(AtomicBool::new(false));
+                let (mut down_from, mut down_to, mute) =
+                    (upstream.try_clone().unwrap(), client.try_clone().unwrap(), muted.clone());
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 65536];
+                    while let Ok(n @ 1..) = down_from.read(&mut buf) {
+                        if mute.load(Ordering::SeqCst) || down_to.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                });
+                let armed = armed.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 65536];
+                    while let Ok(n @ 1..) = client.read(&mut buf) {
+                        // The simple query protocol's COMMIT: 'Q', its length (11), the text.
+                        let commit = buf[..n].windows(12).any(|w| w == b"Q\0\0\0\x0bCOMMIT\0");
+                        let cut = if commit { armed.lock().unwrap().take() } else { None };
+                        if let Some(after) = cut {
+                            muted.store(true, Ordering::SeqCst);
+                            if after {
+                                upstream.write_all(&buf[..n]).unwrap();
+                                // The server commits; nothing of its answer goes back.
+                                std::thread::sleep(std::time::Duration::from_millis(300));
+                            }
+                            let _ = client.shutdown(std::net::Shutdown::Both);
+                            let _ = upstream.shutdown(std::net::Shutdown::Both);
+                            break;
+                        }
+                        if upstream.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        CutAtCommit { port, arm }
+    }
+}
+
+/// A write whose COMMIT's answer is lost: the ledger tells whether it was
+/// stored. Stored: the call succeeds, the decision is there once. Not
+/// stored: the call runs once more on a fresh connection and succeeds.
+fn a_commit_whose_answer_is_lost_is_settled_by_the_ledger(url: &str) {
+    let temp = TempStore::on_server(url).unwrap();
+    let target = temp.url().unwrap().to_owned();
+    let config: postgres::Config = url.parse().unwrap();
+    let host = match &config.get_hosts()[0] {
+        postgres::config::Host::Tcp(h) => h.clone(),
+        other => panic!("a TCP server, not {other:?}"),
+    };
+    let server =
+        std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), config.get_ports()[0])).unwrap().next().unwrap();
+    let proxy = CutAtCommit::start(server);
+    let (scheme_user, rest) = target.split_once('@').unwrap();
+    let through = format!("{scheme_user}@127.0.0.1:{}/{}", proxy.port, rest.split_once('/').unwrap().1);
+    let mut store = Store::connect(&through).unwrap();
+    let plan = PlanId::generate();
+    let root = Decision::builder(plan, DecisionType::PromptDefinition, 0).build().unwrap();
+    store.insert(&root).unwrap();
+    let mut parent = root.decision_id();
+    for (sequence, after) in [(1, true), (2, false), (3, true), (4, false)] {
+        *proxy.arm.lock().unwrap() = Some(after);
+        let d = Decision::builder(plan, DecisionType::ToolInvocation, sequence).parent(parent).build().unwrap();
+        store.insert(&d).unwrap_or_else(|e| panic!("cut {}: {e}", if after { "after" } else { "before" }));
+        assert!(proxy.arm.lock().unwrap().is_none(), "the connection was cut");
+        parent = d.decision_id();
+    }
+    // Each decision once, the chain whole: nothing was written twice or lost.
+    let direct = Store::connect_read_only(&target).unwrap();
+    assert_eq!(direct.decision_tree(plan).unwrap().len(), 5);
+    assert!(direct.check().unwrap().is_empty());
 }
 
 fn copy_round_trips_file_to_server_to_file(url: &str) {
@@ -652,6 +765,9 @@ fn main() {
             run("batched_writes_keep_lines_chains_and_skips", &|| batched_writes_keep_lines_chains_and_skips(&url));
             run("copy_round_trips_file_to_server_to_file", &|| copy_round_trips_file_to_server_to_file(&url));
             run("several_hosts_and_a_lost_connection", &|| several_hosts_and_a_lost_connection(&url));
+            run("a_commit_whose_answer_is_lost_is_settled_by_the_ledger", &|| {
+                a_commit_whose_answer_is_lost_is_settled_by_the_ledger(&url)
+            });
             run("eight_processes_import_into_one_server_at_once", &|| {
                 eight_processes_import_into_one_server_at_once(&url)
             });
@@ -670,7 +786,7 @@ fn main() {
             });
         }
         Err(_) => println!(
-            "postgres: SKIPPED 13 server tests: DSTORE_TEST_POSTGRES_URL is not set \
+            "postgres: SKIPPED 14 server tests: DSTORE_TEST_POSTGRES_URL is not set \
              (scripts/pg-test-server cargo test --test postgres starts a throwaway server)"
         ),
     }

@@ -286,13 +286,21 @@ fn main() {
 /// `dstore info` shows the primary's standbys, and a standby's lag.
 fn replication_is_shown(url: &str, config: &Path) {
     wait_for("the cluster is healthy", Duration::from_secs(90), || healthy(config));
-    let primary = Store::connect_read_only(url).unwrap().replication().unwrap().expect("a server");
+    // Patroni may list the old primary as running before it streams again.
+    let reader = Store::connect_read_only(url).unwrap();
+    wait_for("the primary streams to both standbys", Duration::from_secs(60), || {
+        reader.replication().unwrap().is_some_and(|r| r.standbys.iter().filter(|s| s.state == "streaming").count() == 2)
+    });
+    let primary = reader.replication().unwrap().expect("a server");
     assert!(!primary.standby);
     assert_eq!(primary.standbys.len(), 2, "{primary:?}");
     assert!(primary.standbys.iter().any(|s| s.sync_state == "sync"), "{primary:?}");
     let on_standby = url.replace("target_session_attrs=read-write", "target_session_attrs=standby");
     let standby = Store::connect_read_only(&on_standby).unwrap().replication().unwrap().expect("a server");
     assert!(standby.standby && standby.lag_bytes.is_some(), "{standby:?}");
+    let preferred = url.replace("target_session_attrs=read-write", "target_session_attrs=prefer-standby");
+    let preferred = Store::connect_read_only(&preferred).unwrap().replication().unwrap().expect("a server");
+    assert!(preferred.standby, "prefer-standby reads from a standby: {preferred:?}");
     let info = Command::new(env!("CARGO_BIN_EXE_dstore")).args(["info", url]).output().unwrap();
     let text = String::from_utf8_lossy(&info.stdout);
     assert!(text.contains("primary, 2 standby(s)") && text.contains("sync streaming, lag"), "{text}");

@@ -294,14 +294,22 @@ impl Store {
     /// The outcome of a commit. When the connection was lost after the
     /// COMMIT went out, the ledger tells what happened: on a fresh
     /// connection (after a failover, to the new primary) the transaction's
-    /// last entry is looked up at its place in its chain. Found: it
+    /// last entry is looked up at its place in its chain, under the log's lock. Found: it
     /// committed. Not found: it did not, which is [`Error::ConnectionLost`]
     /// (nothing stored; the write may run again). When the lookup cannot be
     /// made either, [`Error::OutcomeUnknown`] names the decision to look at.
     fn settle(conn: &Conn, committed: Result<()>, last: Option<LastEntry>) -> Result<()> {
         let Err(Error::OutcomeUnknown { url, reason, .. }) = committed else { return committed };
         let Some(last) = last else { return Ok(()) }; // the transaction wrote no entry
-        match conn.reconnect().and_then(|()| tables::ledger::entry_stored(conn, &last)) {
+                                                      // Under the log's lock: a session of the old connection that is still
+                                                      // committing (the server alive, the network cut) holds it until it is done.
+        let look = || {
+            conn.reconnect()?;
+            let tx = conn.begin_write()?;
+            Ledger::begin(&tx)?;
+            tables::ledger::entry_stored(&tx, &last)
+        };
+        match look() {
             Ok(true) => Ok(()),
             Ok(false) => Err(Error::ConnectionLost { url, reason }),
             Err(_) => Err(Error::OutcomeUnknown {

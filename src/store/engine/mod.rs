@@ -176,11 +176,16 @@ impl Conn {
     /// next statement or the commit. A row that cannot be written (a key
     /// taken) then fails that statement and aborts the transaction, so
     /// defer only rows known to be writable (see `decisions::Inserter`).
-    pub(crate) fn defer(&self, insert: &str, params: &[Value<'_>]) -> Result<()> {
+    /// Tables go out lower `order` first: a row may refer to rows of a
+    /// lower order (a supersession to decisions) whenever they were deferred.
+    pub(crate) fn defer(&self, insert: &str, order: u8, params: &[Value<'_>]) -> Result<()> {
         match self {
-            Conn::Sqlite(_) => self.execute(insert, params).map(drop),
+            Conn::Sqlite(_) => {
+                let _ = order; // written at once: no order to keep
+                self.execute(insert, params).map(drop)
+            }
             #[cfg(feature = "postgres")]
-            Conn::Postgres(pg) => pg.defer(insert, params),
+            Conn::Postgres(pg) => pg.defer(insert, order, params),
         }
     }
 
@@ -265,7 +270,7 @@ impl Conn {
         match self {
             Conn::Sqlite(_) => self.prepare(sql)?.query_opt(params, f),
             #[cfg(feature = "postgres")]
-            Conn::Postgres(pg) => pg.query_opt_sql(sql, params)?.map(|r| f(&Row::Postgres(&r))).transpose(),
+            Conn::Postgres(pg) => pg.query_opt(sql, params)?.map(|r| f(&Row::Postgres(&r))).transpose(),
         }
     }
 
@@ -292,10 +297,7 @@ impl Conn {
         match self {
             Conn::Sqlite(_) => self.query_opt(sql, params, f),
             #[cfg(feature = "postgres")]
-            Conn::Postgres(pg) => {
-                let row = pg.query_opt_past_deferred(&pg.statement(sql)?, params)?;
-                row.map(|r| f(&Row::Postgres(&r))).transpose()
-            }
+            Conn::Postgres(pg) => pg.query_opt_past_deferred(sql, params)?.map(|r| f(&Row::Postgres(&r))).transpose(),
         }
     }
 
@@ -572,7 +574,7 @@ impl Stmt<'_> {
             Stmt::SqliteWrite(_) => Err(Error::storage("a statement prepared for writing was queried")),
             #[cfg(feature = "postgres")]
             Stmt::Postgres(pg, s) => {
-                let row = pg.query_opt(s, params)?;
+                let row = pg.query_opt_prepared(s, params)?;
                 row.map(|r| f(&Row::Postgres(&r))).transpose()
             }
         }

@@ -23,9 +23,7 @@ pub(crate) struct Pg {
     /// Cursors declared so far, for unique names.
     cursors: Cell<u64>,
     /// Rows written but not yet sent (see [`Pg::defer`]), a COPY per
-    /// table, in the order the tables got their first row since the last
-    /// send: a row may refer to rows of an earlier table (a supersession
-    /// to its decisions), never of a later one.
+    /// table, kept in the order the tables are sent in.
     deferred: RefCell<Vec<Deferred>>,
 }
 
@@ -35,6 +33,8 @@ pub(crate) struct Pg {
 struct Deferred {
     /// The INSERT the rows are of: the COPY goes into its table and columns.
     insert: String,
+    /// Lower first (see [`Pg::defer`]).
+    order: u8,
     copy: String,
     /// The columns' types, as the server inferred them for the INSERT's values.
     types: Vec<Type>,
@@ -96,20 +96,21 @@ enum Attrs {
     PreferStandby,
 }
 
+/// `target_session_attrs`' values, as the URL writes them.
+const ATTRS: [(&str, Attrs); 6] = [
+    ("any", Attrs::Any),
+    ("read-write", Attrs::ReadWrite),
+    ("read-only", Attrs::ReadOnly),
+    ("primary", Attrs::Primary),
+    ("standby", Attrs::Standby),
+    ("prefer-standby", Attrs::PreferStandby),
+];
+
 impl Attrs {
     fn parse(value: &str) -> std::result::Result<Attrs, String> {
-        Ok(match value {
-            "any" => Attrs::Any,
-            "read-write" => Attrs::ReadWrite,
-            "read-only" => Attrs::ReadOnly,
-            "primary" => Attrs::Primary,
-            "standby" => Attrs::Standby,
-            "prefer-standby" => Attrs::PreferStandby,
-            other => {
-                return Err(format!(
-                "target_session_attrs={other}: expected any, read-write, read-only, primary, standby or prefer-standby"
-            ))
-            }
+        ATTRS.iter().find(|(name, _)| *name == value).map(|&(_, a)| a).ok_or_else(|| {
+            let names: Vec<&str> = ATTRS.iter().map(|(name, _)| *name).collect();
+            format!("target_session_attrs={value}: expected one of {}", names.join(", "))
         })
     }
 
@@ -127,14 +128,7 @@ impl Attrs {
     }
 
     fn name(self) -> &'static str {
-        match self {
-            Attrs::Any => "any",
-            Attrs::ReadWrite => "read-write",
-            Attrs::ReadOnly => "read-only",
-            Attrs::Primary => "primary",
-            Attrs::Standby => "standby",
-            Attrs::PreferStandby => "prefer-standby",
-        }
+        ATTRS.iter().find(|(_, a)| *a == self).map_or("any", |(name, _)| name)
     }
 }
 
@@ -420,11 +414,13 @@ impl Pg {
     /// Adds a row of `insert` (see [`copy_of`]) to the rows that go to
     /// the server together, in one COPY: before any other statement runs on
     /// this connection, at the commit, or once they are
-    /// [`DEFERRED_BYTES`]. An error of the COPY (a key taken, say) comes
+    /// [`DEFERRED_BYTES`]. The tables' COPYs go out lower `order` first,
+    /// each table's rows in the order they came: a row may refer to rows
+    /// of its own table deferred before it, or of a lower order. An error of the COPY (a key taken, say) comes
     /// back from the statement that sent it and aborts the transaction, as
     /// every failure does on PostgreSQL; so rows are deferred only where
     /// the caller has made sure that they can be written.
-    pub(crate) fn defer(&self, insert: &str, params: &[Value<'_>]) -> Result<()> {
+    pub(crate) fn defer(&self, insert: &str, order: u8, params: &[Value<'_>]) -> Result<()> {
         if !self.in_transaction.get() {
             return Err(Error::storage("rows are sent in batches only inside a transaction"));
         }
@@ -436,8 +432,10 @@ impl Pg {
                 let types = self.statement(insert)?.params().to_vec();
                 let data = bytes::BytesMut::with_capacity(64 << 10);
                 let mut deferred = self.deferred.borrow_mut();
-                deferred.push(Deferred { insert: insert.to_owned(), copy, types, data, rows: 0 });
-                deferred.len() - 1
+                // After the tables of its order and lower: its rows may refer to theirs.
+                let at = deferred.iter().take_while(|d| d.order <= order).count();
+                deferred.insert(at, Deferred { insert: insert.to_owned(), order, copy, types, data, rows: 0 });
+                at
             }
         };
         let full = {
@@ -521,16 +519,8 @@ impl Pg {
     /// Opens a transaction with `begin` (a BEGIN and its settings).
     fn begin(&self, begin: &str) -> Result<()> {
         self.deferred.borrow_mut().clear();
-        self.ensure_connected()?;
         // A connection that died while idle (a failover) fails at BEGIN, before anything ran: begin anew.
-        let begun = self.client.borrow_mut().batch_execute(begin).map_err(|e| self.err(e));
-        match begun {
-            Err(Error::ConnectionLost { .. }) => {
-                self.reconnect()?;
-                self.client.borrow_mut().batch_execute(begin).map_err(|e| self.err(e))?;
-            }
-            other => other?,
-        }
+        self.once_more(|| self.client.borrow_mut().batch_execute(begin).map_err(|e| self.err(e)))?;
         self.in_transaction.set(true);
         self.failed.set(false);
         Ok(())
@@ -598,12 +588,6 @@ impl Pg {
         self.query_past_deferred(sql, params)
     }
 
-    /// The first row of a query, for `Conn::query_opt`.
-    pub(crate) fn query_opt_sql(&self, sql: &str, params: &[Value<'_>]) -> Result<Option<postgres::Row>> {
-        self.send_deferred()?;
-        self.once_more(|| self.query_opt_past_deferred(&self.statement(sql)?, params))
-    }
-
     /// [`Pg::query`] of a query that reads none of the deferred rows: they stay unsent.
     pub(crate) fn query_past_deferred(&self, sql: &str, params: &[Value<'_>]) -> Result<Vec<postgres::Row>> {
         self.once_more(|| {
@@ -612,17 +596,29 @@ impl Pg {
         })
     }
 
-    pub(crate) fn query_opt(&self, stmt: &postgres::Statement, params: &[Value<'_>]) -> Result<Option<postgres::Row>> {
+    /// The first row of a query.
+    pub(crate) fn query_opt(&self, sql: &str, params: &[Value<'_>]) -> Result<Option<postgres::Row>> {
         self.send_deferred()?;
-        self.query_opt_past_deferred(stmt, params)
+        self.query_opt_past_deferred(sql, params)
     }
 
     /// [`Pg::query_opt`] of a query that reads none of the deferred rows: they stay unsent.
-    pub(crate) fn query_opt_past_deferred(
+    pub(crate) fn query_opt_past_deferred(&self, sql: &str, params: &[Value<'_>]) -> Result<Option<postgres::Row>> {
+        self.once_more(|| self.first_row(&self.statement(sql)?, params))
+    }
+
+    /// The first row of a statement that its caller holds (inside a transaction).
+    pub(crate) fn query_opt_prepared(
         &self,
         stmt: &postgres::Statement,
         params: &[Value<'_>],
     ) -> Result<Option<postgres::Row>> {
+        self.send_deferred()?;
+        self.first_row(stmt, params)
+    }
+
+    /// The first row of `stmt`, the deferred rows left as they are.
+    fn first_row(&self, stmt: &postgres::Statement, params: &[Value<'_>]) -> Result<Option<postgres::Row>> {
         self.client.borrow_mut().query_opt(stmt, &Self::params(params)).map_err(|e| self.fail(e))
     }
 

@@ -30,6 +30,10 @@ const INSERT: &str = insert_decision!();
 /// transaction: a duplicate changes nothing instead of failing, so an
 /// import can skip a decision it already holds and go on.
 const INSERT_POSTGRES: &str = concat!(insert_decision!(), " ON CONFLICT DO NOTHING");
+/// The order in which deferred rows go to the server (see `Conn::defer`):
+/// a supersession refers to two decisions.
+const DECISION_ROWS: u8 = 0;
+const SUPERSESSION_ROWS: u8 = 1;
 const INSERT_SUPERSESSION: &str = "INSERT INTO supersessions \
      (decision_id, superseded_by, plan_id, content_hash, chain_index, chain_hash, log_index) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -416,7 +420,11 @@ const TAKEN_POSTGRES: &str =
 
 impl<'c> Inserter<'c> {
     pub(crate) fn new(tx: &'c Conn) -> Result<Inserter<'c>> {
-        Ok(Inserter { insert: tx.prepare_write(insert_sql(tx))?, free: IdSet::default(), placed: Placed::default() })
+        Ok(Inserter::with(tx.prepare_write(insert_sql(tx))?))
+    }
+
+    fn with(insert: Stmt<'c>) -> Inserter<'c> {
+        Inserter { insert, free: IdSet::default(), placed: Placed::default() }
     }
 
     /// Looks at the rows about to be written (in the open transaction,
@@ -453,6 +461,10 @@ impl<'c> Inserter<'c> {
 
     /// True when `d` may be sent in a batch; from then on its keys count as taken.
     fn take(&mut self, d: &Decision) -> bool {
+        if self.free.is_empty() {
+            // Nothing may be deferred (SQLite, a row not looked at): no key to keep.
+            return false;
+        }
         let deferrable = !self.placed.contains(&(d.plan_id(), d.sequence())) && self.free.remove(&d.decision_id());
         self.placed.insert((d.plan_id(), d.sequence()));
         deferrable
@@ -506,7 +518,7 @@ pub(crate) fn insert_prepared(
         entry.log_index,
     ];
     if insert.take(d) {
-        tx.defer(INSERT, values)?;
+        tx.defer(INSERT, DECISION_ROWS, values)?;
     } else {
         let inserted = insert.insert.execute_raw(values).map_err(|e| insert_error(d, e))?;
         if inserted == 0 {
@@ -572,14 +584,14 @@ pub(crate) fn link_supersession(
     let new_plan = ledger.plan_of_stored(tx, new)?.ok_or_else(|| Error::MissingReference {
         field: "superseded_by",
         id: new.to_string(),
-        plan_id: old_plan.clone(),
+        plan_id: old_plan.to_string(),
     })?;
     if new_plan != old_plan {
         return Err(Error::CrossPlanReference {
             field: "superseded_by",
             id: new.to_string(),
-            plan_id: old_plan,
-            other_plan: new_plan,
+            plan_id: old_plan.to_string(),
+            other_plan: new_plan.to_string(),
         });
     }
     let current = match ledger.link_written(old) {
@@ -600,18 +612,18 @@ pub(crate) fn link_supersession(
             "superseding {old} by {new} would form a cycle: {new} already leads back to {old}"
         )));
     }
-    let (old_id, new_id) = (old.to_string(), new.to_string());
+    let (old_id, new_id, plan_id) = (old.to_string(), new.to_string(), old_plan.to_string());
     let content =
-        integrity::supersession_hash(ValueRef::Text(&old_plan), ValueRef::Text(&old_id), ValueRef::Text(&new_id));
-    let plan = PlanId::parse_field("plan_id", &old_plan)?;
-    let entry = ledger.next_entry(tx, plan, &content)?;
+        integrity::supersession_hash(ValueRef::Text(&plan_id), ValueRef::Text(&old_id), ValueRef::Text(&new_id));
+    let entry = ledger.next_entry(tx, old_plan, &content)?;
     let chain_hash = hash::to_hex(&entry.chain_hash);
     // Checked above, so it can wait for the rest of a bulk write's rows.
     tx.defer(
         INSERT_SUPERSESSION,
-        vals![&old_id, &new_id, &old_plan, &hash::to_hex(&content), entry.chain_index, &chain_hash, entry.log_index],
+        SUPERSESSION_ROWS,
+        vals![&old_id, &new_id, &plan_id, &hash::to_hex(&content), entry.chain_index, &chain_hash, entry.log_index],
     )?;
-    ledger.supersession_appended(plan, old, new, &entry);
+    ledger.supersession_appended(old_plan, old, new, &entry);
     Ok(true)
 }
 

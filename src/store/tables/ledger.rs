@@ -69,15 +69,22 @@ pub(crate) struct Ledger {
     plans: IdMap<PlanId, PlanState>,
     types: HashMap<DecisionType, i64>,
     inserted: Recent,
-    /// The supersession links and corrections written in this transaction,
-    /// for the checks of a bulk write whose rows are not all sent yet
-    /// (see `decisions::link_supersession`): old -> new, corrected -> correcting.
-    links: IdMap<DecisionId, DecisionId>,
-    corrections: IdMap<DecisionId, Vec<DecisionId>>,
-    /// The decisions inserted in this transaction: no row outside it refers to them.
-    fresh: IdSet<DecisionId>,
+    /// On PostgreSQL, where a bulk write's rows may not be sent yet.
+    written: Option<Written>,
     /// The last entry appended in this transaction.
     last: Option<LastEntry>,
+}
+
+/// What a transaction wrote, for the checks of a supersession while its
+/// rows may not all be sent yet (see `decisions::link_supersession`).
+#[derive(Default)]
+struct Written {
+    /// Supersession links, old -> new.
+    links: IdMap<DecisionId, DecisionId>,
+    /// Corrections, corrected -> correcting.
+    corrections: IdMap<DecisionId, Vec<DecisionId>>,
+    /// The decisions inserted: no row outside the transaction refers to them.
+    fresh: IdSet<DecisionId>,
 }
 
 /// An entry of the log as the ledger placed it: found in the store after
@@ -177,9 +184,7 @@ impl Ledger {
             plans: IdMap::default(),
             types: HashMap::new(),
             inserted: recent,
-            links: IdMap::default(),
-            corrections: IdMap::default(),
-            fresh: IdSet::default(),
+            written: tx.is_postgres().then(Written::default),
             last: None,
         })
     }
@@ -241,23 +246,27 @@ impl Ledger {
         state.last = Some(state.last.map_or(this, |l| l.max(this)));
         *self.types.entry(d.decision_type()).or_default() += 1;
         self.inserted.insert(this, d.plan_id(), depth);
-        if let Some(corrected) = d.corrects_decision_id() {
-            self.corrections.entry(corrected).or_default().push(this);
+        if let Some(w) = &mut self.written {
+            if let Some(corrected) = d.corrects_decision_id() {
+                w.corrections.entry(corrected).or_default().push(this);
+            }
+            w.fresh.insert(this);
         }
-        self.fresh.insert(this);
     }
 
     /// True when `id` was inserted in this transaction: then every row
     /// that refers to it (a correction, a supersession) was written in
     /// this transaction too, and the ledger knows them all.
     pub(super) fn is_fresh(&self, id: DecisionId) -> bool {
-        self.fresh.contains(&id)
+        self.written.as_ref().is_some_and(|w| w.fresh.contains(&id))
     }
 
     /// Records a supersession row (`old` replaced by `new`) written as `entry`.
     pub(super) fn supersession_appended(&mut self, plan: PlanId, old: DecisionId, new: DecisionId, entry: &Entry) {
         self.appended(plan, old, entry).superseded += 1;
-        self.links.insert(old, new);
+        if let Some(w) = &mut self.written {
+            w.links.insert(old, new);
+        }
     }
 
     /// The last entry appended in this transaction, if any.
@@ -267,22 +276,26 @@ impl Ledger {
 
     /// What supersedes `old`, written in this transaction.
     pub(super) fn link_written(&self, old: DecisionId) -> Option<DecisionId> {
-        self.links.get(&old).copied()
+        self.written.as_ref()?.links.get(&old).copied()
     }
 
     /// The decisions one step after `id` written in this transaction: what
     /// supersedes it and what corrects it.
     pub(super) fn next_written(&self, id: DecisionId) -> impl Iterator<Item = DecisionId> + '_ {
-        self.links.get(&id).into_iter().chain(self.corrections.get(&id).into_iter().flatten()).copied()
+        let w = self.written.as_ref();
+        let link = w.and_then(|w| w.links.get(&id));
+        link.into_iter().chain(w.and_then(|w| w.corrections.get(&id)).into_iter().flatten()).copied()
     }
 
     /// The plan of a stored decision: from the recent inserts, else looked
     /// up without sending deferred rows (a decision not among the recent
     /// inserts is not among them). `None` when it is not stored.
-    pub(super) fn plan_of_stored(&self, tx: &Conn, id: DecisionId) -> Result<Option<String>> {
+    pub(super) fn plan_of_stored(&self, tx: &Conn, id: DecisionId) -> Result<Option<PlanId>> {
         match self.inserted.get(&id) {
-            Some((plan, _)) => Ok(Some(plan.to_string())),
-            None => Ok(plan_of_past_deferred(tx, &id.to_string())?.map(|(p, _)| p)),
+            Some(&(plan, _)) => Ok(Some(plan)),
+            None => {
+                plan_of_past_deferred(tx, &id.to_string())?.map(|(p, _)| PlanId::parse_field("plan_id", &p)).transpose()
+            }
         }
     }
 
@@ -340,9 +353,10 @@ impl Ledger {
             let (types, counts): (Vec<String>, Vec<i64>) =
                 self.types.drain().map(|(t, n)| (t.as_str().to_owned(), n)).unzip();
             tx.execute(COUNT_TYPES_POSTGRES, vals![&types[..], &counts[..]])?;
-        }
-        for (t, n) in self.types.drain() {
-            tx.execute(COUNT_TYPES, vals![t.as_str(), n])?;
+        } else {
+            for (t, n) in self.types.drain() {
+                tx.execute(COUNT_TYPES, vals![t.as_str(), n])?;
+            }
         }
         Ok(self.inserted)
     }
