@@ -574,6 +574,20 @@ struct TempSchema {
 pub const POSTGRES_URL_VAR: &str = "DSTORE_TEST_POSTGRES_URL";
 /// Set to `postgres` to make [`TempStore::for_tests`] use the server.
 pub const BACKEND_VAR: &str = "DSTORE_TEST_BACKEND";
+/// Set beside [`POSTGRES_URL_VAR`] when that names a pooler (PgBouncer in
+/// transaction mode, `scripts/pg-test-server --pgbouncer`): the server itself.
+pub const POSTGRES_DIRECT_URL_VAR: &str = "DSTORE_TEST_POSTGRES_DIRECT_URL";
+
+/// `url`, of the server [`POSTGRES_URL_VAR`] names (with a schema, say),
+/// made to reach the server itself when that variable names a pooler
+/// ([`POSTGRES_DIRECT_URL_VAR`]): for a plain client that keeps session
+/// state, as a person's SQL shell does, where the store keeps none.
+pub fn direct_url(url: &str) -> String {
+    match (std::env::var(POSTGRES_URL_VAR), std::env::var(POSTGRES_DIRECT_URL_VAR)) {
+        (Ok(pooled), Ok(direct)) if url.starts_with(&pooled) => format!("{direct}{}", &url[pooled.len()..]),
+        _ => url.to_owned(),
+    }
+}
 
 impl TempStore {
     /// A new, empty store file.
@@ -708,8 +722,9 @@ impl Drop for TempStore {
 #[cfg(feature = "postgres")]
 fn admin(server_url: &str, sql: &str) -> Result<()> {
     let fail = |e: postgres::Error| Error::Connect { url: server_url.to_owned(), reason: e.to_string() };
-    let mut client = postgres::Client::connect(server_url, postgres::NoTls).map_err(fail)?;
-    client.batch_execute(&format!("SET client_min_messages = warning; {sql}")).map_err(fail)
+    let mut client = postgres::Client::connect(&direct_url(server_url), postgres::NoTls).map_err(fail)?;
+    // Nothing set for the session: through a pooler, the next client would have it.
+    client.batch_execute(&format!("BEGIN; SET LOCAL client_min_messages = warning; {sql}; COMMIT")).map_err(fail)
 }
 
 // ------------------------------------------------------------------ assertions

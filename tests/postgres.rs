@@ -89,7 +89,7 @@ struct TestDatabase {
 
 impl TestDatabase {
     fn new(url: &str, test: &str) -> TestDatabase {
-        let admin = postgres::Config::from_str(url).unwrap();
+        let admin = postgres::Config::from_str(&direct_url(url)).unwrap();
         let name = format!("dstore_{test}_{}", std::process::id());
         let mut c = admin.connect(postgres::NoTls).unwrap();
         // One statement each: several in one call run as a transaction, which these refuse.
@@ -193,7 +193,7 @@ fn the_server_refuses_what_the_file_refuses(url: &str) {
 
 // ---------------------------------------------------------------- the store on the server
 
-use decision_store::testing::{PlanBuilder, TempStore};
+use decision_store::testing::{direct_url, PlanBuilder, TempStore};
 use decision_store::{Decision, DecisionId, DecisionType, Error, PlanId};
 use std::process::{Command, Stdio};
 
@@ -362,11 +362,17 @@ fn several_hosts_and_a_lost_connection(url: &str) {
     }
     let e = Store::connect(&format!("{scheme_user}@127.0.0.1:{dead}/x")).unwrap_err();
     assert!(matches!(e, Error::Connect { .. }), "{e}");
+    // The URL's options are settings of each transaction: one the server refuses is named.
+    let e = Store::connect_read_only(&format!("{target}%20-cno_such_setting%3D1")).unwrap_err();
+    assert!(matches!(e, Error::Connect { .. }) && e.to_string().contains("no_such_setting"), "{e}");
+    let e = Store::connect(&format!("{target}%20-d%205")).unwrap_err();
+    assert!(matches!(e, Error::Connect { .. }) && e.to_string().contains("`-d` is not a setting"), "{e}");
     // The server ends the session: reads and writes go on over a fresh connection.
     let plan = PlanId::generate();
     let root = Decision::builder(plan, DecisionType::PromptDefinition, 0).build().unwrap();
     store.insert(&root).unwrap();
-    let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    // The server itself: behind a pooler, the sessions ended are the pooler's.
+    let mut admin = postgres::Client::connect(&direct_url(url), postgres::NoTls).unwrap();
     let terminate = |admin: &mut postgres::Client| {
         let n = admin
             .execute(
@@ -663,7 +669,7 @@ fn a_source_file_holding_nul_is_skipped_on_the_server(url: &str) {
 }
 
 fn agents_connecting_to_a_new_database_at_once_migrate_it_once(url: &str) {
-    let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let mut admin = postgres::Client::connect(&direct_url(url), postgres::NoTls).unwrap();
     admin.batch_execute("DROP SCHEMA IF EXISTS fresh_race CASCADE; CREATE SCHEMA fresh_race").unwrap();
     let target = in_schema(url, "fresh_race");
     let opened: Vec<Result<i64, Error>> = std::thread::scope(|scope| {
@@ -729,7 +735,7 @@ fn hostile_input_and_refusals(url: &str) {
     fails(&["info", &stranger], 3, "nobody");
     assert!(!dstore(&["info", &stranger]).stderr.contains("secret"));
     // Another application's tables: refused, untouched.
-    let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let mut admin = postgres::Client::connect(&direct_url(url), postgres::NoTls).unwrap();
     admin.batch_execute("DROP SCHEMA IF EXISTS foreign_app CASCADE; CREATE SCHEMA foreign_app; CREATE TABLE foreign_app.notes (body text)").unwrap();
     let foreign = in_schema(url, "foreign_app");
     for args in [&["init", &foreign][..], &["info", &foreign][..]] {
@@ -742,9 +748,64 @@ fn hostile_input_and_refusals(url: &str) {
     admin.batch_execute("DROP SCHEMA foreign_app CASCADE").unwrap();
     // A newer schema: refused.
     let newer = TempStore::on_server(url).unwrap();
-    let mut c = postgres::Client::connect(newer.url().unwrap(), postgres::NoTls).unwrap();
+    let mut c = postgres::Client::connect(&direct_url(newer.url().unwrap()), postgres::NoTls).unwrap();
     c.batch_execute("INSERT INTO refinery_schema_history (version, name, applied_on, checksum) VALUES (99, 'future', '2030-01-01', '1')").unwrap();
     assert!(matches!(Store::connect(newer.url().unwrap()), Err(Error::IncompatibleVersion { found: 99, .. })));
+}
+
+/// Through a pooler that gives every transaction a server session of a
+/// pool (PgBouncer in transaction mode), the store works and leaves
+/// nothing in the session for the next client: no prepared statement,
+/// setting, cursor or lock. The pool here holds one session, so the check
+/// afterwards reads the very session the store's transactions ran on.
+fn the_store_leaves_nothing_in_a_pooled_session(one_session: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = decisions_file(dir.path(), "d.jsonl", 2, 300);
+    let schema = format!("dstore_pooled_{}", std::process::id());
+    let direct = std::env::var("DSTORE_TEST_POSTGRES_DIRECT_URL").expect("set beside the one-session URL");
+    let mut admin = postgres::Client::connect(&direct, postgres::NoTls).unwrap();
+    admin.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}")).unwrap();
+    let target = in_schema(one_session, &schema);
+    // A new store (the migration), a batched import, reads, a write, a read-only connection.
+    let mut store = Store::connect(&target).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let report = store.import_decisions(text.as_bytes(), Default::default(), |_| {}).unwrap();
+    assert_eq!(report.imported, 600);
+    let plans = store.plans().unwrap();
+    assert_eq!(plans.len(), 2);
+    let tree = store.decision_tree(plans[0].plan_id).unwrap();
+    let parent = tree.decisions().last().unwrap();
+    let next = Decision::builder(plans[0].plan_id, DecisionType::ToolInvocation, 300)
+        .parent(parent.decision_id())
+        .build()
+        .unwrap();
+    store.insert(&next).unwrap();
+    assert!(store.check().unwrap().is_empty());
+    let reader = Store::connect_read_only(&target).unwrap();
+    assert_eq!(reader.get(next.decision_id()).unwrap().as_ref(), Some(&next));
+    assert_eq!(ok(&["digest", &target]), ok(&["digest", &in_schema(&direct, &schema)]));
+    drop((store, reader));
+    // The one session, as the next client finds it (the simple protocol: nothing prepared by asking).
+    let mut next_client = postgres::Client::connect(one_session, postgres::NoTls).unwrap();
+    let rows = next_client
+        .simple_query(
+            "SELECT (SELECT count(*) FROM pg_prepared_statements)::text, (SELECT count(*) FROM pg_cursors)::text, \
+             (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid())::text, \
+             current_setting('search_path'), current_setting('client_min_messages'), \
+             current_setting('idle_in_transaction_session_timeout'), current_setting('default_transaction_read_only')",
+        )
+        .unwrap();
+    let row = rows
+        .iter()
+        .find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..7).map(|i| r.get(i).unwrap().to_owned()).collect::<Vec<_>>())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(row, ["0", "0", "0", "\"$user\", public", "notice", "0", "off"], "what the store left in the session");
+    admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")).unwrap();
 }
 
 fn main() {
@@ -788,6 +849,15 @@ fn main() {
         Err(_) => println!(
             "postgres: SKIPPED 14 server tests: DSTORE_TEST_POSTGRES_URL is not set \
              (scripts/pg-test-server cargo test --test postgres starts a throwaway server)"
+        ),
+    }
+    match std::env::var("DSTORE_TEST_PGBOUNCER_ONE_SESSION_URL") {
+        Ok(one) => {
+            run("the_store_leaves_nothing_in_a_pooled_session", &|| the_store_leaves_nothing_in_a_pooled_session(&one))
+        }
+        Err(_) => println!(
+            "postgres: SKIPPED the_store_leaves_nothing_in_a_pooled_session: not behind PgBouncer \
+             (scripts/pg-test-server --pgbouncer cargo test --test postgres puts one in front)"
         ),
     }
     if failed > 0 {

@@ -220,9 +220,17 @@ mod server {
     use super::*;
     use crate::store::engine::{Connector, Pg};
 
-    /// The advisory lock a PostgreSQL migration holds: "DSTR" and the schema.
-    const MIGRATION_LOCK: &str = "SELECT pg_advisory_lock(1146311762, hashtext(current_schema()))";
-    const MIGRATION_UNLOCK: &str = "SELECT pg_advisory_unlock(1146311762, hashtext(current_schema()))";
+    /// Takes the advisory lock a PostgreSQL migration holds ("DSTR" and the
+    /// schema) for the rest of the transaction, waiting as long as another
+    /// agent's migration takes; the migration's own locks wait as any
+    /// writer's do.
+    fn migration_lock() -> String {
+        let ms = crate::store::engine::value::BUSY_TIMEOUT.as_millis();
+        format!(
+            "SET LOCAL lock_timeout = 0; SELECT pg_advisory_xact_lock(1146311762, hashtext(current_schema())); \
+             SET LOCAL lock_timeout = '{ms}ms'"
+        )
+    }
 
     /// `url` without its password, for messages.
     pub(super) fn redact(url: &str) -> String {
@@ -264,12 +272,15 @@ mod server {
         /// untouched); [`Error::IncompatibleVersion`] and
         /// [`Error::MigrationMismatch`] as for files.
         pub fn connect(url: &str) -> Result<Store> {
-            let mut store = Store::connect_as(url, false)?;
-            // Under the migration lock: another agent may be creating the schema right now.
-            store.conn.batch(MIGRATION_LOCK)?;
-            let outcome = store.identify_postgres().and_then(|_| store.migrate());
-            let unlocked = store.conn.batch(MIGRATION_UNLOCK);
-            outcome.and(unlocked)?;
+            let store = Store::connect_as(url, false)?;
+            // In one transaction under the migration lock: another agent may be creating the schema right now.
+            let tx = store.conn.begin_write()?;
+            store.check_server()?;
+            tx.batch(&migration_lock())?;
+            if store.identify_postgres()? < supported_schema_version() {
+                schema::migrate_in(&tx)?;
+            }
+            tx.commit()?;
             Ok(store)
         }
 
@@ -282,7 +293,11 @@ mod server {
         /// the errors of [`Store::connect`].
         pub fn connect_read_only(url: &str) -> Result<Store> {
             let store = Store::connect_as(url, true)?;
+            // One transaction for the questions a connection asks: one round trip to begin it, not one each.
+            let tx = store.conn.begin_read()?;
+            store.check_server()?;
             let found = store.identify_postgres()?;
+            tx.commit()?;
             let supported = supported_schema_version();
             if found == 0 {
                 return Err(Error::NotAStoreDatabase {
@@ -299,17 +314,17 @@ mod server {
         fn connect_as(url: &str, read_only: bool) -> Result<Store> {
             let shown = redact(url);
             let fail = |reason: String| Error::Connect { url: shown.clone(), reason };
-            // Notices (such as "relation already exists, skipping") are the server's business.
-            // A session that dies inside a transaction (a crashed host) frees its row locks after 5 minutes.
-            let mut setup =
-                "SET client_min_messages = warning; SET idle_in_transaction_session_timeout = '5min'".to_owned();
-            if read_only {
-                setup.push_str("; SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY");
-            }
-            let connector = Connector::parse(url, &shown, setup).map_err(fail)?;
+            let connector = Connector::parse(url, &shown, read_only).map_err(fail)?;
             let conn = Conn::Postgres(Box::new(Pg::connect(connector)?));
+            Ok(Store::new(conn, Location::Server(shown), read_only))
+        }
+
+        /// Refuses a database that cannot hold a store: not UTF8, or no
+        /// schema on the search path.
+        fn check_server(&self) -> Result<()> {
+            let fail = |reason: String| Error::Connect { url: self.location.to_string(), reason };
             let (encoding, schema) =
-                conn.query_one("SELECT current_setting('server_encoding'), current_schema()", &[], |r| {
+                self.conn.query_one("SELECT current_setting('server_encoding'), current_schema()", &[], |r| {
                     Ok((r.string(0)?, r.opt_string(1)?))
                 })?;
             if encoding != "UTF8" {
@@ -318,7 +333,7 @@ mod server {
             if schema.is_none() {
                 return Err(fail("the search path names no existing schema to hold the store".into()));
             }
-            Ok(Store::new(conn, Location::Server(shown), read_only))
+            Ok(())
         }
 
         /// The PostgreSQL counterpart of `identify`: the schema version of the

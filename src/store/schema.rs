@@ -64,13 +64,20 @@ pub(super) fn migrate(conn: &Conn) -> Result<()> {
         }
         Dialect::Postgres => {
             let tx = conn.begin_write()?;
-            tx.batch(HISTORY_TABLE)?;
-            let current = tx.query_one(HISTORY_VERSION, &[], |r| r.i64(0))?;
-            for m in list.iter().filter(|m| m.version > current) {
-                apply(&tx, m)?;
-            }
+            migrate_in(&tx)?;
             tx.commit()?;
         }
+    }
+    Ok(())
+}
+
+/// Applies PostgreSQL's pending migrations inside the caller's write
+/// transaction: all of them or, with the transaction, none.
+pub(super) fn migrate_in(tx: &Conn) -> Result<()> {
+    tx.batch(HISTORY_TABLE)?;
+    let current = tx.query_one(HISTORY_VERSION, &[], |r| r.i64(0))?;
+    for m in migrations(Dialect::Postgres).iter().filter(|m| m.version > current) {
+        apply(tx, m)?;
     }
     Ok(())
 }

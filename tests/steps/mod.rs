@@ -137,7 +137,8 @@ impl World {
             Some(url) => unreachable!("no server store without the postgres feature: {url}"),
             #[cfg(feature = "postgres")]
             Some(url) => {
-                let mut client = postgres::Client::connect(url, postgres::NoTls).map_err(|e| e.to_string())?;
+                let url = decision_store::testing::direct_url(url);
+                let mut client = postgres::Client::connect(&url, postgres::NoTls).map_err(|e| e.to_string())?;
                 client.execute(&sql.replace("?1", "$1"), &[&arg]).map(|_| ()).map_err(|e| match e.as_db_error() {
                     Some(db) => db.message().to_owned(),
                     None => e.to_string(),

@@ -27,7 +27,7 @@ pub(crate) mod value;
 use std::cell::Cell;
 
 #[cfg(feature = "postgres")]
-pub(crate) use self::postgres::{Connector, Pg};
+pub(crate) use self::postgres::{Connector, Pg, Shape};
 use borrowed::BorrowedStmt;
 pub(crate) use value::{bad_column, vals, Dialect, Value, ValueRef, NUL_REASON};
 
@@ -345,7 +345,7 @@ impl Conn {
         Ok(match self {
             Conn::Sqlite(c) => Stmt::Sqlite(c.prepare_cached(sql).map_err(sqlite::error)?),
             #[cfg(feature = "postgres")]
-            Conn::Postgres(pg) => Stmt::Postgres(pg, pg.statement(sql)?),
+            Conn::Postgres(pg) => Stmt::Postgres(pg, pg.shape(sql)?),
         })
     }
 
@@ -533,7 +533,7 @@ pub(crate) enum Stmt<'c> {
     /// (see [`Conn::prepare_write`]).
     SqliteWrite(BorrowedStmt<'c>),
     #[cfg(feature = "postgres")]
-    Postgres(&'c Pg, ::postgres::Statement),
+    Postgres(&'c Pg, std::sync::Arc<Shape>),
 }
 
 impl Stmt<'_> {
@@ -550,10 +550,7 @@ impl Stmt<'_> {
             #[cfg(feature = "postgres")]
             Stmt::Postgres(pg, s) => {
                 pg.send_deferred().map_err(EngineError::Store)?;
-                pg.execute(s, params).map_err(|e| match postgres::lost(&e) {
-                    true => EngineError::Store(pg.lost_error(e)),
-                    false => EngineError::Postgres(e),
-                })
+                pg.execute(s, params).map_err(EngineError::Store)?.map_err(EngineError::Postgres)
             }
         }
     }

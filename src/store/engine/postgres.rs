@@ -4,18 +4,26 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use postgres::types::{IsNull, ToSql as PgToSql, Type};
 
 use super::value::{bad_column, Value, ValueRef, BUSY_TIMEOUT, NUL_REASON};
 use crate::error::{EngineCode, Error, Result, StorageError};
 
-/// The client and its prepared statements.
+/// The client and what it knows of its statements.
+///
+/// The connection keeps no state between transactions, so that it works
+/// through a pooler that hands each transaction a server session of its
+/// own (PgBouncer's transaction mode): every statement goes in one flight
+/// as the unnamed statement, with the parameter types the server inferred
+/// once ([`Shape`]); a named statement lives inside one transaction only
+/// (a COPY's); settings are made per transaction (`SET LOCAL`).
 pub(crate) struct Pg {
     client: RefCell<postgres::Client>,
     /// How to connect again when the connection is lost (a failover).
     connector: Connector,
-    statements: RefCell<HashMap<String, postgres::Statement>>,
+    shapes: RefCell<HashMap<String, Arc<Shape>>>,
     in_transaction: Cell<bool>,
     /// A statement of the open transaction failed: PostgreSQL has aborted
     /// it, and its COMMIT would only roll it back.
@@ -25,6 +33,13 @@ pub(crate) struct Pg {
     /// Rows written but not yet sent (see [`Pg::defer`]), a COPY per
     /// table, kept in the order the tables are sent in.
     deferred: RefCell<Vec<Deferred>>,
+}
+
+/// A statement as the server sees it: its text in PostgreSQL's
+/// placeholders and its parameters' types, as the server inferred them.
+pub(crate) struct Shape {
+    text: String,
+    types: Vec<Type>,
 }
 
 /// Rows of one table waiting to be sent in one `COPY ... FROM STDIN`, in
@@ -140,8 +155,76 @@ pub(crate) struct Connector {
     shown: String,
     hosts: Vec<(String, postgres::Config)>,
     attrs: Attrs,
-    /// Run on every new connection: the session's settings.
-    setup: String,
+    /// Every transaction of the connection is read-only.
+    read_only: bool,
+    /// The settings every transaction makes (`SET LOCAL`), the URL's
+    /// `options` among them: nothing is set for the session, which a
+    /// pooler in transaction mode shares among its clients.
+    settings: String,
+    /// The URL named settings of its own: a statement outside a
+    /// transaction then runs in one of its own, to have them.
+    url_settings: bool,
+}
+
+/// The settings of every transaction: notices (such as "relation already
+/// exists, skipping") are the server's business, and a session that dies
+/// inside a transaction (a crashed host) frees its row locks after 5 minutes.
+const SETTINGS: &str =
+    "SET LOCAL client_min_messages = warning; SET LOCAL idle_in_transaction_session_timeout = '5min'";
+
+/// The settings of a URL's `options` (libpq's: `-c name=value`,
+/// `-cname=value` or `--name=value`, separated by spaces, a backslash escaping the
+/// next character), percent-encoded as the URL has it.
+fn options(encoded: &str) -> std::result::Result<Vec<(String, String)>, String> {
+    let bytes = encoded.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(hi), Some(lo)) => {
+                decoded.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                decoded.push(b);
+                i += 1;
+            }
+        }
+    }
+    let text = String::from_utf8(decoded).map_err(|_| "options: not UTF-8 once decoded".to_owned())?;
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => word.extend(chars.next()),
+            c if c.is_whitespace() => words.extend((!word.is_empty()).then(|| std::mem::take(&mut word))),
+            c => word.push(c),
+        }
+    }
+    words.extend((!word.is_empty()).then_some(word));
+    let mut settings = Vec::new();
+    let mut words = words.into_iter();
+    while let Some(w) = words.next() {
+        let setting = match w.as_str() {
+            "-c" => words.next().ok_or("options: -c without a setting")?,
+            _ => match w.strip_prefix("--").or_else(|| w.strip_prefix("-c")) {
+                Some(s) => s.to_owned(),
+                None => return Err(format!("options: `{w}` is not a setting (-c name=value)")),
+            },
+        };
+        match setting.split_once('=') {
+            Some((name, value)) if !name.is_empty() => settings.push((name.replace('-', "_"), value.to_owned())),
+            _ => return Err(format!("options: `{setting}` is not name=value")),
+        }
+    }
+    Ok(settings)
+}
+
+/// `text` as an SQL string literal.
+fn literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
 }
 
 /// How long a connection attempt to one host waits, unless the URL says
@@ -150,15 +233,28 @@ const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Connector {
     /// Reads `url`; `shown` is the URL without its password.
-    pub(crate) fn parse(url: &str, shown: &str, setup: String) -> std::result::Result<Connector, String> {
+    pub(crate) fn parse(url: &str, shown: &str, read_only: bool) -> std::result::Result<Connector, String> {
         let (scheme, rest) = url.split_once("://").ok_or("not a URL")?;
         // target_session_attrs is the library's to read: the driver knows only three of libpq's six values.
         let (path, query) = rest.split_once('?').map_or((rest, None), |(p, q)| (p, Some(q)));
+        // So are `options`: they become settings of each transaction, which poolers keep.
         let mut attrs = Attrs::Any;
+        let mut settings = SETTINGS.to_owned();
+        let mut url_settings = false;
         let mut kept = Vec::new();
         for pair in query.into_iter().flat_map(|q| q.split('&')).filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
                 Some(("target_session_attrs", v)) => attrs = Attrs::parse(v)?,
+                Some(("options", v)) => {
+                    for (name, value) in options(v)? {
+                        settings.push_str(&format!(
+                            "; SELECT set_config({}, {}, true)",
+                            literal(&name),
+                            literal(&value)
+                        ));
+                        url_settings = true;
+                    }
+                }
                 _ => kept.push(pair),
             }
         }
@@ -175,7 +271,34 @@ impl Connector {
             }
             configs.push((if host.is_empty() { "localhost".to_owned() } else { host.to_owned() }, config));
         }
-        Ok(Connector { shown: shown.to_owned(), hosts: configs, attrs, setup })
+        Ok(Connector { shown: shown.to_owned(), hosts: configs, attrs, read_only, settings, url_settings })
+    }
+
+    /// Opens a write transaction: READ COMMITTED whatever the server's
+    /// default, so a writer that waited for a row lock then reads the rows
+    /// its predecessor committed instead of failing to serialize. A lock is
+    /// waited for [`BUSY_TIMEOUT`] at most, as SQLite's busy timeout does.
+    fn begin_write(&self) -> String {
+        let read_only = if self.read_only { " READ ONLY" } else { "" };
+        let ms = BUSY_TIMEOUT.as_millis();
+        format!("BEGIN ISOLATION LEVEL READ COMMITTED{read_only}; SET LOCAL lock_timeout = '{ms}ms'; {}", self.settings)
+    }
+
+    /// Opens a read transaction: one state of the store throughout.
+    fn begin_read(&self) -> String {
+        format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {}", self.settings)
+    }
+
+    /// Opens the transaction of one statement (see [`Connector::alone`]).
+    fn begin_alone(&self) -> String {
+        format!("BEGIN{}; {}", if self.read_only { " READ ONLY" } else { "" }, self.settings)
+    }
+
+    /// Does a statement outside a transaction need one of its own, for
+    /// the URL's settings? (A read-only store's are reads: the library
+    /// refuses its writes before any reaches the server.)
+    fn alone(&self) -> bool {
+        self.url_settings
     }
 
     /// A connection to the first host, in the URL's order, that answers
@@ -237,7 +360,6 @@ impl Connector {
                 return Ok(None);
             }
         }
-        client.batch_execute(&self.setup).map_err(reason)?;
         Ok(Some(client))
     }
 }
@@ -351,7 +473,7 @@ impl Pg {
         Ok(Pg {
             client: RefCell::new(client),
             connector,
-            statements: RefCell::default(),
+            shapes: RefCell::default(),
             in_transaction: Cell::new(false),
             failed: Cell::new(false),
             cursors: Cell::new(0),
@@ -361,11 +483,10 @@ impl Pg {
 
     /// Replaces the connection with a fresh one (after a failover: to
     /// whichever host now has what the URL asks for). Whatever the old one
-    /// had open is gone: its transaction, statements and deferred rows.
+    /// had open is gone: its transaction and deferred rows.
     pub(crate) fn reconnect(&self) -> Result<()> {
         let client = self.connector.connect()?;
         *self.client.borrow_mut() = client;
-        self.statements.borrow_mut().clear();
         self.deferred.borrow_mut().clear();
         self.in_transaction.set(false);
         self.failed.set(false);
@@ -397,9 +518,16 @@ impl Pg {
         }
     }
 
-    /// [`Pg::err`] for the callers that read the driver's error first.
-    pub(crate) fn lost_error(&self, e: postgres::Error) -> Error {
-        self.err(e)
+    /// Maps the error of a BEGIN and its settings: a setting of the URL
+    /// that the server refuses is the URL's fault, and says so.
+    fn begin_err(&self, e: postgres::Error) -> Error {
+        match e.as_db_error() {
+            Some(db) if self.connector.url_settings && !lost(&e) => Error::Connect {
+                url: self.connector.shown.clone(),
+                reason: format!("a setting of the URL's options: {}", db.message()),
+            },
+            _ => self.err(e),
+        }
     }
 
     /// Maps a driver error: a lost connection is [`Error::ConnectionLost`].
@@ -429,7 +557,7 @@ impl Pg {
             Some(at) => at,
             None => {
                 let copy = copy_of(insert).map_err(Error::storage)?;
-                let types = self.statement(insert)?.params().to_vec();
+                let types = self.shape(insert)?.types.clone();
                 let data = bytes::BytesMut::with_capacity(64 << 10);
                 let mut deferred = self.deferred.borrow_mut();
                 // After the tables of its order and lower: its rows may refer to theirs.
@@ -520,25 +648,19 @@ impl Pg {
     fn begin(&self, begin: &str) -> Result<()> {
         self.deferred.borrow_mut().clear();
         // A connection that died while idle (a failover) fails at BEGIN, before anything ran: begin anew.
-        self.once_more(|| self.client.borrow_mut().batch_execute(begin).map_err(|e| self.err(e)))?;
+        self.once_more(|| self.client.borrow_mut().batch_execute(begin).map_err(|e| self.begin_err(e)))?;
         self.in_transaction.set(true);
         self.failed.set(false);
         Ok(())
     }
 
-    /// A write transaction: READ COMMITTED whatever the server's default,
-    /// so a writer that waited for a row lock then reads the rows its
-    /// predecessor committed instead of failing to serialize. A lock is
-    /// waited for [`BUSY_TIMEOUT`] at most, as SQLite's busy timeout does.
+    /// A write transaction (see [`Connector::begin_write`]).
     pub(crate) fn begin_write(&self) -> Result<()> {
-        self.begin(&format!(
-            "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '{}ms'",
-            BUSY_TIMEOUT.as_millis()
-        ))
+        self.begin(&self.connector.begin_write())
     }
 
     pub(crate) fn begin_read(&self) -> Result<()> {
-        self.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        self.begin(&self.connector.begin_read())
     }
 
     pub(crate) fn end(&self, sql: &str) -> Result<()> {
@@ -569,31 +691,98 @@ impl Pg {
         self.client.borrow_mut().batch_execute(sql).map_err(|e| self.fail(e))
     }
 
-    pub(crate) fn statement(&self, sql: &str) -> Result<postgres::Statement> {
-        if let Some(s) = self.statements.borrow().get(sql) {
+    /// What the server inferred of `sql`, asked once per statement text:
+    /// inside a transaction, or else in one of its own, so that the named
+    /// statement the question needs is closed on the session it was made
+    /// on (the close goes out ahead of whatever is sent next).
+    pub(crate) fn shape(&self, sql: &str) -> Result<Arc<Shape>> {
+        if let Some(s) = self.shapes.borrow().get(sql) {
             return Ok(s.clone());
         }
         let text = rewrite(sql).map_err(Error::storage)?;
-        let stmt = self.client.borrow_mut().prepare(&text).map_err(|e| self.fail(e))?;
-        self.statements.borrow_mut().insert(sql.to_owned(), stmt.clone());
-        Ok(stmt)
+        let outside = !self.in_transaction.get();
+        let types = {
+            let mut client = self.client.borrow_mut();
+            if outside {
+                client.batch_execute(&self.connector.begin_alone()).map_err(|e| self.begin_err(e))?;
+            }
+            let types = client.prepare(&text).map(|stmt| stmt.params().to_vec());
+            if outside {
+                let end = client.batch_execute(if types.is_ok() { "COMMIT" } else { "ROLLBACK" });
+                end.map_err(|e| self.err(e))?;
+            }
+            types.map_err(|e| self.fail(e))?
+        };
+        let shape = Arc::new(Shape { text, types });
+        self.shapes.borrow_mut().insert(sql.to_owned(), shape.clone());
+        Ok(shape)
     }
 
-    fn params<'p>(params: &'p [Value<'p>]) -> Vec<&'p (dyn PgToSql + Sync)> {
-        params.iter().map(|p| p as &(dyn PgToSql + Sync)).collect()
+    /// Runs `f` as one statement: outside a transaction, in one of its own
+    /// where the connection needs one (see [`Connector::alone`]), and once
+    /// more on a fresh connection if the connection is lost.
+    fn alone<T>(&self, f: impl Fn() -> Result<T>) -> Result<T> {
+        if self.in_transaction.get() || !self.connector.alone() {
+            return self.once_more(f);
+        }
+        self.once_more(|| {
+            self.client.borrow_mut().batch_execute(&self.connector.begin_alone()).map_err(|e| self.begin_err(e))?;
+            self.in_transaction.set(true);
+            self.failed.set(false);
+            let out = f();
+            self.in_transaction.set(false);
+            let end = self.client.borrow_mut().batch_execute(if out.is_ok() { "COMMIT" } else { "ROLLBACK" });
+            self.failed.set(false);
+            let value = out?;
+            end.map_err(|e| self.err(e))?;
+            Ok(value)
+        })
+    }
+
+    /// The parameters with the types the server expects.
+    fn typed<'p>(shape: &Shape, params: &'p [Value<'p>]) -> Result<Vec<(&'p Value<'p>, Type)>> {
+        if shape.types.len() != params.len() {
+            let n = shape.types.len();
+            return Err(Error::storage(format!("{} values for {n} parameters of {}", params.len(), shape.text)));
+        }
+        Ok(params.iter().zip(shape.types.iter().cloned()).collect())
+    }
+
+    /// Runs `shape` in one flight; its rows and the number it changed.
+    fn run(
+        &self,
+        shape: &Shape,
+        params: &[Value<'_>],
+    ) -> Result<std::result::Result<(Vec<postgres::Row>, u64), postgres::Error>> {
+        use postgres::fallible_iterator::FallibleIterator;
+        let typed = Self::typed(shape, params)?;
+        let mut client = self.client.borrow_mut();
+        let out = client.query_typed_raw(shape.text.as_str(), typed).and_then(|mut it| {
+            let mut rows = Vec::new();
+            while let Some(r) = it.next()? {
+                rows.push(r);
+            }
+            Ok((rows, it.rows_affected().unwrap_or(0)))
+        });
+        Ok(out.map_err(|e| self.failing(e)))
+    }
+
+    /// The rows of `sql`.
+    fn rows(&self, sql: &str, params: &[Value<'_>]) -> Result<Vec<postgres::Row>> {
+        self.alone(|| {
+            let shape = self.shape(sql)?;
+            self.run(&shape, params)?.map(|(rows, _)| rows).map_err(|e| self.err(e))
+        })
     }
 
     pub(crate) fn query(&self, sql: &str, params: &[Value<'_>]) -> Result<Vec<postgres::Row>> {
         self.send_deferred()?;
-        self.query_past_deferred(sql, params)
+        self.rows(sql, params)
     }
 
     /// [`Pg::query`] of a query that reads none of the deferred rows: they stay unsent.
     pub(crate) fn query_past_deferred(&self, sql: &str, params: &[Value<'_>]) -> Result<Vec<postgres::Row>> {
-        self.once_more(|| {
-            let stmt = self.statement(sql)?;
-            self.client.borrow_mut().query(&stmt, &Self::params(params)).map_err(|e| self.fail(e))
-        })
+        self.rows(sql, params)
     }
 
     /// The first row of a query.
@@ -604,22 +793,13 @@ impl Pg {
 
     /// [`Pg::query_opt`] of a query that reads none of the deferred rows: they stay unsent.
     pub(crate) fn query_opt_past_deferred(&self, sql: &str, params: &[Value<'_>]) -> Result<Option<postgres::Row>> {
-        self.once_more(|| self.first_row(&self.statement(sql)?, params))
+        Ok(self.rows(sql, params)?.into_iter().next())
     }
 
-    /// The first row of a statement that its caller holds (inside a transaction).
-    pub(crate) fn query_opt_prepared(
-        &self,
-        stmt: &postgres::Statement,
-        params: &[Value<'_>],
-    ) -> Result<Option<postgres::Row>> {
+    /// The first row of a statement whose shape its caller holds.
+    pub(crate) fn query_opt_prepared(&self, shape: &Shape, params: &[Value<'_>]) -> Result<Option<postgres::Row>> {
         self.send_deferred()?;
-        self.first_row(stmt, params)
-    }
-
-    /// The first row of `stmt`, the deferred rows left as they are.
-    fn first_row(&self, stmt: &postgres::Statement, params: &[Value<'_>]) -> Result<Option<postgres::Row>> {
-        self.client.borrow_mut().query_opt(stmt, &Self::params(params)).map_err(|e| self.fail(e))
+        self.alone(|| self.run(shape, params)?.map(|(rows, _)| rows.into_iter().next()).map_err(|e| self.err(e)))
     }
 
     /// Runs a statement; its error is left for the caller to read (and
@@ -627,11 +807,15 @@ impl Pg {
     /// deferred rows first.
     pub(crate) fn execute(
         &self,
-        stmt: &postgres::Statement,
+        shape: &Shape,
         params: &[Value<'_>],
-    ) -> std::result::Result<usize, postgres::Error> {
-        let n = self.client.borrow_mut().execute(stmt, &Self::params(params));
-        n.map(|n| n as usize).map_err(|e| self.failing(e))
+    ) -> Result<std::result::Result<usize, postgres::Error>> {
+        self.alone(|| match self.run(shape, params)? {
+            Ok((_, n)) => Ok(Ok(n as usize)),
+            // Lost: run once more, on a fresh connection.
+            Err(e) if lost(&e) => Err(self.err(e)),
+            Err(e) => Ok(Err(e)),
+        })
     }
 
     /// Reads a query's rows through a server-side cursor, a thousand at a time.
@@ -643,13 +827,15 @@ impl Pg {
     ) -> Result<()> {
         let cursor = format!("dstore_rows_{}", self.cursors.get());
         self.cursors.set(self.cursors.get() + 1);
-        let declare = format!("DECLARE {cursor} NO SCROLL CURSOR FOR {}", rewrite(sql).map_err(Error::storage)?);
-        let fetch = format!("FETCH {CURSOR_ROWS} FROM {cursor}");
+        let query = self.shape(sql)?;
+        let declare =
+            Shape { text: format!("DECLARE {cursor} NO SCROLL CURSOR FOR {}", query.text), types: query.types.clone() };
+        let fetch = Shape { text: format!("FETCH {CURSOR_ROWS} FROM {cursor}"), types: Vec::new() };
         self.send_deferred()?;
-        self.client.borrow_mut().execute(declare.as_str(), &Self::params(params)).map_err(|e| self.fail(e))?;
+        self.run(&declare, params)?.map_err(|e| self.err(e))?;
         loop {
             // The borrow ends before `f` runs, so `f` may query the store too.
-            let rows = self.client.borrow_mut().query(fetch.as_str(), &[]).map_err(|e| self.fail(e))?;
+            let (rows, _) = self.run(&fetch, &[])?.map_err(|e| self.err(e))?;
             for r in &rows {
                 f(r)?;
             }
@@ -750,7 +936,7 @@ pub(crate) fn opt_f64(r: &postgres::Row, i: usize) -> Result<Option<f64>> {
 
 #[cfg(test)]
 mod tests {
-    use super::rewrite;
+    use super::{options, rewrite, Connector, SETTINGS};
     use std::path::{Path, PathBuf};
 
     /// The string literals of Rust source `text` before its tests, with the
@@ -918,5 +1104,31 @@ mod tests {
         }
         // A word that ends in E before a quote is not an escape string.
         assert_eq!(rewrite("SELECT x FROM t WHERE code = 'E'").unwrap(), "SELECT x FROM t WHERE code = 'E'");
+    }
+
+    #[test]
+    fn options_become_settings_of_each_transaction() {
+        let pairs = |v: &[(&str, &str)]| v.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect::<Vec<_>>();
+        assert_eq!(options("-csearch_path%3Dteam_a").unwrap(), pairs(&[("search_path", "team_a")]));
+        assert_eq!(
+            options("-c%20search_path=a,b%20--statement-timeout=5s -c x=y\\ z").unwrap(),
+            pairs(&[("search_path", "a,b"), ("statement_timeout", "5s"), ("x", "y z")])
+        );
+        assert_eq!(options("").unwrap(), pairs(&[]));
+        for (bad, says) in [("-d 5", "`-d` is not a setting"), ("-c", "-c without"), ("-cname", "not name=value")] {
+            assert!(options(bad).unwrap_err().contains(says), "{bad}");
+        }
+        let c = Connector::parse("postgres://u@h/db?options=-csearch_path%3Dit%27s&sslmode=disable", "shown", true)
+            .unwrap();
+        assert!(c.url_settings && c.alone());
+        assert!(
+            !Connector::parse("postgres://u@h/db", "shown", true).unwrap().alone(),
+            "a read-only store reads alone"
+        );
+        assert!(c.begin_read().ends_with("; SELECT set_config('search_path', 'it''s', true)"), "{}", c.begin_read());
+        assert!(c.begin_write().contains("READ ONLY") && c.begin_alone().starts_with("BEGIN READ ONLY;"));
+        let plain = Connector::parse("postgres://u@h/db", "shown", false).unwrap();
+        assert!(!plain.alone() && !plain.begin_write().contains("READ ONLY"));
+        assert_eq!(plain.begin_alone(), format!("BEGIN; {SETTINGS}"));
     }
 }
