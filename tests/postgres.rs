@@ -753,6 +753,79 @@ fn hostile_input_and_refusals(url: &str) {
     assert!(matches!(Store::connect(newer.url().unwrap()), Err(Error::IncompatibleVersion { found: 99, .. })));
 }
 
+/// Graph imports go to the server in batches (a run's new nodes, views and
+/// edges in one COPY each, node keys drawn from the sequence in one query):
+/// the server's graph is the file's after the same imports, including
+/// nodes and edges given twice or stored already (the last one stays), and
+/// an edge naming an unknown node is named by its line, nothing written.
+fn graph_imports_in_batches_match_the_file(url: &str) {
+    use decision_store::store::ImportOptions;
+    use decision_store::uko::{UkoEdge, UkoNode};
+    let line = |v: &dyn erased::Json| v.json() + "\n";
+    let node = |i: usize, label: &str| {
+        UkoNode::new(format!("class://pkg{}.C{i}", i % 7), "uko-code:", "class", format!("{label} {i} ✓ '\""))
+            .with_version(format!("v{}", i % 3))
+            .with_view(0, format!("C{i}"))
+            .with_view(1, format!("class C{i}:\n    {label}"))
+    };
+    let edge = |a: usize, b: usize, w: Option<f64>| {
+        let mut e = UkoEdge::new(node(a, "").uri, node(b, "").uri, ["contains", "imports", "calls"][(a + b) % 3]);
+        e.weight = w;
+        e
+    };
+    // First: 700 nodes, 1,200 edges (the first 500 twice, 700 lines apart); node 5 and edge
+    // (600, 1) given twice in one run, the last different.
+    let mut nodes: Vec<String> = (0..700).map(|i| line(&node(i, "first"))).collect();
+    nodes.insert(10, line(&node(5, "again")));
+    let mut edges: Vec<String> = (0..1200).map(|i| line(&edge(i % 700, (i * 7 + 1) % 700, None))).collect();
+    edges.insert(605, line(&edge(600, 1, Some(0.25))));
+    let (nodes, edges) = (nodes.concat(), edges.concat());
+    // Then: nodes stored already with new labels beside new ones, an edge's weight changed, new edges.
+    let later_nodes: String = (600..800).map(|i| line(&node(i, "later"))).collect();
+    let later_edges: String = (0..300).map(|i| line(&edge(600 + i % 200, (i * 3) % 800, Some(0.5)))).collect();
+    let mut server = TempStore::on_server(url).unwrap();
+    let mut file = TempStore::new().unwrap();
+    for store in [server.store().unwrap(), file.store().unwrap()] {
+        for (n, e) in [(&nodes, &edges), (&later_nodes, &later_edges)] {
+            let (rn, re) = store.import_graph(n.as_bytes(), e.as_bytes(), ImportOptions::default(), |_| {}).unwrap();
+            assert_eq!((rn.imported, re.imported), (n.lines().count() as u64, e.lines().count() as u64));
+        }
+    }
+    let export = |store: &Store| {
+        let (mut n, mut e) = (Vec::new(), Vec::new());
+        store.export_graph(&mut n, &mut e).unwrap();
+        (String::from_utf8(n).unwrap(), String::from_utf8(e).unwrap())
+    };
+    let on_server = export(server.store().unwrap());
+    assert!(on_server == export(file.store().unwrap()), "the server's graph differs from the file's");
+    assert_eq!(on_server.0.lines().count(), 800);
+    assert!(on_server.0.contains("again 5") && !on_server.0.contains("first 5 ") && on_server.0.contains("later 650"));
+    assert!(on_server.1.contains(r#""weight":0.25"#), "the edge given twice has the last weight");
+    // An edge to a node that is nowhere: its line is named, and nothing of the import is written.
+    let mut bad: Vec<String> = (0..40).map(|i| line(&edge(i, i + 1, Some(0.75)))).collect();
+    let mut unknown = edge(1, 2, None);
+    unknown.target = "class://nowhere.X".into();
+    bad.insert(30, line(&unknown));
+    let fresh: String = (900..950).map(|i| line(&node(i, "fresh"))).collect();
+    let store = server.store().unwrap();
+    let e = store.import_graph(fresh.as_bytes(), bad.concat().as_bytes(), ImportOptions::atomic(), |_| {}).unwrap_err();
+    assert!(e.to_string().contains("line 31") && e.to_string().contains("class://nowhere.X"), "{e}");
+    assert!(export(store) == on_server, "nothing of the failed import was written");
+    assert_eq!(ok(&["check", server.url().unwrap()]).trim(), "ok: no problems found");
+}
+
+/// JSON lines of the graph's records, for the test above.
+mod erased {
+    pub trait Json {
+        fn json(&self) -> String;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn json(&self) -> String {
+            serde_json::to_string(self).unwrap()
+        }
+    }
+}
+
 /// Through a pooler that gives every transaction a server session of a
 /// pool (PgBouncer in transaction mode), the store works and leaves
 /// nothing in the session for the next client: no prepared statement,
@@ -825,6 +898,7 @@ fn main() {
             run("a_decisions_file_exports_byte_for_byte", &|| a_decisions_file_exports_byte_for_byte(&url));
             run("batched_writes_keep_lines_chains_and_skips", &|| batched_writes_keep_lines_chains_and_skips(&url));
             run("copy_round_trips_file_to_server_to_file", &|| copy_round_trips_file_to_server_to_file(&url));
+            run("graph_imports_in_batches_match_the_file", &|| graph_imports_in_batches_match_the_file(&url));
             run("several_hosts_and_a_lost_connection", &|| several_hosts_and_a_lost_connection(&url));
             run("a_commit_whose_answer_is_lost_is_settled_by_the_ledger", &|| {
                 a_commit_whose_answer_is_lost_is_settled_by_the_ledger(&url)
@@ -847,7 +921,7 @@ fn main() {
             });
         }
         Err(_) => println!(
-            "postgres: SKIPPED 14 server tests: DSTORE_TEST_POSTGRES_URL is not set \
+            "postgres: SKIPPED 15 server tests: DSTORE_TEST_POSTGRES_URL is not set \
              (scripts/pg-test-server cargo test --test postgres starts a throwaway server)"
         ),
     }

@@ -431,14 +431,20 @@ impl ImportState for GraphImport {
         items: impl Iterator<Item = (u64, &'a GraphItem)> + Clone,
         report: &mut ImportReport,
     ) -> Result<()> {
-        for (line, item) in items {
-            match item {
-                GraphItem::Node(n) => graph::upsert_nodes(tx, std::slice::from_ref(n)),
-                GraphItem::Edge(e) => graph::upsert_edges(tx, std::slice::from_ref(e)),
-            }
-            .map_err(at(line))?;
-            report.imported += 1;
+        // A run holds one source's lines: nodes or edges, written together.
+        let lines: Vec<u64> = items.clone().map(|(line, _)| line).collect();
+        let (nodes, edges): (Vec<&UkoNode>, Vec<&UkoEdge>) =
+            items.fold((Vec::new(), Vec::new()), |(mut n, mut e), (_, item)| {
+                match item {
+                    GraphItem::Node(node) => n.push(node),
+                    GraphItem::Edge(edge) => e.push(edge),
+                }
+                (n, e)
+            });
+        for written in [graph::write_nodes(tx, &nodes), graph::write_edges(tx, &edges)] {
+            written.map_err(|(i, e)| at(lines[i])(e))?;
         }
+        report.imported += lines.len() as u64;
         Ok(())
     }
 
