@@ -123,13 +123,13 @@ fn checked(tx: &WriteTx<'_>, node: &UkoNode) -> Result<()> {
 /// Adds or replaces nodes and their views.
 pub(crate) fn upsert_nodes(tx: &WriteTx<'_>, nodes: &[UkoNode]) -> Result<()> {
     let nodes: Vec<&UkoNode> = nodes.iter().collect();
-    write_nodes(tx, &nodes).map_err(|(_, e)| e)
+    write_nodes(tx, &nodes, &mut HashMap::new()).map_err(|(_, e)| e)
 }
 
 /// Adds edges (or updates their weight).
 pub(crate) fn upsert_edges(tx: &WriteTx<'_>, edges: &[UkoEdge]) -> Result<()> {
     let edges: Vec<&UkoEdge> = edges.iter().collect();
-    write_edges(tx, &edges).map_err(|(_, e)| e)
+    write_edges(tx, &edges, &mut HashMap::new()).map_err(|(_, e)| e)
 }
 
 /// The keys of the stored nodes of the URIs `?1` (PostgreSQL): each looked
@@ -151,8 +151,13 @@ fn first(e: Error) -> ItemError {
 /// not stored yet go to the server in one batch (see `Conn::defer`), their
 /// keys drawn from the table's sequence in one query; a node already stored
 /// is replaced on its own, as on SQLite. Of a URI given twice, the last
-/// node is the one stored, as one after the other would leave it.
-pub(crate) fn write_nodes(tx: &WriteTx<'_>, nodes: &[&UkoNode]) -> std::result::Result<(), ItemError> {
+/// node is the one stored, as one after the other would leave it. The keys
+/// of the nodes written are added to `known` (on PostgreSQL).
+pub(crate) fn write_nodes(
+    tx: &WriteTx<'_>,
+    nodes: &[&UkoNode],
+    known: &mut HashMap<String, NodeKey>,
+) -> std::result::Result<(), ItemError> {
     for (i, node) in nodes.iter().enumerate() {
         checked(tx, node).map_err(|e| (i, e))?;
     }
@@ -184,6 +189,7 @@ pub(crate) fn write_nodes(tx: &WriteTx<'_>, nodes: &[&UkoNode]) -> std::result::
         )
         .map_err(first)?;
     for (node, key) in fresh.iter().zip(keys) {
+        known.insert(node.uri.clone(), key);
         let row = vals![key, &node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri];
         tx.defer(
             "INSERT INTO uko_nodes (node_id, uri, domain, kind, label, version, resource_uri) \
@@ -202,7 +208,10 @@ pub(crate) fn write_nodes(tx: &WriteTx<'_>, nodes: &[&UkoNode]) -> std::result::
         }
     }
     let replaced = nodes.iter().enumerate().filter(|&(i, n)| is_last(i, n) && stored.contains_key(&n.uri));
-    upsert_checked(tx, replaced.map(|(_, n)| *n)).map_err(first)
+    upsert_checked(tx, replaced.map(|(_, n)| *n)).map_err(first)?;
+    // A stored node keeps its key when replaced.
+    known.extend(stored);
+    Ok(())
 }
 
 /// Adds or replaces checked nodes, a statement each.
@@ -244,19 +253,29 @@ pub(crate) fn remove_nodes(tx: &WriteTx<'_>, uris: &[String]) -> Result<usize> {
 /// looked up in one query; on PostgreSQL the edges not stored yet go to
 /// the server in one batch, and one stored already has its weight set on
 /// its own, as on SQLite. Of an edge given twice, the last weight stays.
-pub(crate) fn write_edges(tx: &WriteTx<'_>, edges: &[&UkoEdge]) -> std::result::Result<(), ItemError> {
+/// The ends' keys are looked up where `known` lacks them, and added to it.
+pub(crate) fn write_edges(
+    tx: &WriteTx<'_>,
+    edges: &[&UkoEdge],
+    known: &mut HashMap<String, NodeKey>,
+) -> std::result::Result<(), ItemError> {
     for (i, edge) in edges.iter().enumerate() {
         edge.validate().and_then(|()| tx.storable("relation", &edge.relation)).map_err(|e| (i, e))?;
     }
-    let mut uris: Vec<String> = edges.iter().flat_map(|e| [e.source.clone(), e.target.clone()]).collect();
+    let mut uris: Vec<String> = edges
+        .iter()
+        .flat_map(|e| [&e.source, &e.target])
+        .filter(|uri| !known.contains_key(uri.as_str()))
+        .cloned()
+        .collect();
     uris.sort_unstable();
     uris.dedup();
-    let resolve = if tx.is_postgres() { RESOLVE_EACH } else { RESOLVE };
-    let keys: HashMap<String, NodeKey> = tx
-        .query_vec(resolve, vals![&uris[..]], |r| Ok((r.string(0)?, r.i64(1)?)))
-        .map_err(first)?
-        .into_iter()
-        .collect();
+    if !uris.is_empty() {
+        let resolve = if tx.is_postgres() { RESOLVE_EACH } else { RESOLVE };
+        let found = tx.query_vec(resolve, vals![&uris[..]], |r| Ok((r.string(0)?, r.i64(1)?))).map_err(first)?;
+        known.extend(found);
+    }
+    let keys = &*known;
     let mut ends = Vec::with_capacity(edges.len());
     for (i, edge) in edges.iter().enumerate() {
         let key = |uri: &str| keys.get(uri).copied().ok_or_else(|| (i, Error::UnknownNode(uri.to_owned())));

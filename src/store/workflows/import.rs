@@ -394,6 +394,12 @@ impl ImportState for Pending {
 pub(crate) struct GraphImport {
     /// The graph's generation when the open transaction began.
     generation: i64,
+    /// The generation this import's last commit left, if it committed.
+    committed: Option<i64>,
+    /// The keys of the nodes this import wrote or looked up: an edge's
+    /// ends are looked up once. Forgotten when another writer changed the
+    /// graph between two of the import's transactions.
+    keys: std::collections::HashMap<String, crate::uko::NodeKey>,
 }
 
 /// A parsed line of a graph import.
@@ -420,6 +426,9 @@ impl ImportState for GraphImport {
 
     fn begin(&mut self, tx: &WriteTx<'_>) -> Result<()> {
         self.generation = graph::lock(tx)?;
+        if self.committed != Some(self.generation) {
+            self.keys.clear();
+        }
         Ok(())
     }
 
@@ -441,15 +450,15 @@ impl ImportState for GraphImport {
                 }
                 (n, e)
             });
-        for written in [graph::write_nodes(tx, &nodes), graph::write_edges(tx, &edges)] {
-            written.map_err(|(i, e)| at(lines[i])(e))?;
-        }
+        graph::write_nodes(tx, &nodes, &mut self.keys).map_err(|(i, e)| at(lines[i])(e))?;
+        graph::write_edges(tx, &edges, &mut self.keys).map_err(|(i, e)| at(lines[i])(e))?;
         report.imported += lines.len() as u64;
         Ok(())
     }
 
     fn before_commit(&mut self, tx: &WriteTx<'_>) -> Result<()> {
-        graph::bump(tx, self.generation).map(drop)
+        self.committed = Some(graph::bump(tx, self.generation)?);
+        Ok(())
     }
 }
 
