@@ -300,9 +300,10 @@ impl Store {
     /// made either, [`Error::OutcomeUnknown`] names the decision to look at.
     fn settle(conn: &Conn, committed: Result<()>, last: Option<LastEntry>) -> Result<()> {
         let Err(Error::OutcomeUnknown { url, reason, .. }) = committed else { return committed };
-        let Some(last) = last else { return Ok(()) }; // the transaction wrote no entry
-                                                      // Under the log's lock: a session of the old connection that is still
-                                                      // committing (the server alive, the network cut) holds it until it is done.
+        // The transaction wrote no entry: nothing to look for.
+        let Some(last) = last else { return Ok(()) };
+        // Under the log's lock: a session of the old connection that is still
+        // committing (the server alive, the network cut) holds it until it is done.
         let look = || {
             conn.reconnect()?;
             let tx = conn.begin_write()?;

@@ -270,7 +270,7 @@ impl Conn {
         match self {
             Conn::Sqlite(_) => self.prepare(sql)?.query_opt(params, f),
             #[cfg(feature = "postgres")]
-            Conn::Postgres(pg) => pg.query_opt(sql, params)?.map(|r| f(&Row::Postgres(&r))).transpose(),
+            Conn::Postgres(pg) => pg.query(sql, params)?.first().map(|r| f(&Row::Postgres(r))).transpose(),
         }
     }
 
@@ -297,7 +297,9 @@ impl Conn {
         match self {
             Conn::Sqlite(_) => self.query_opt(sql, params, f),
             #[cfg(feature = "postgres")]
-            Conn::Postgres(pg) => pg.query_opt_past_deferred(sql, params)?.map(|r| f(&Row::Postgres(&r))).transpose(),
+            Conn::Postgres(pg) => {
+                pg.query_past_deferred(sql, params)?.first().map(|r| f(&Row::Postgres(r))).transpose()
+            }
         }
     }
 

@@ -699,20 +699,13 @@ impl Pg {
         if let Some(s) = self.shapes.borrow().get(sql) {
             return Ok(s.clone());
         }
+        if !self.in_transaction.get() {
+            return self.own_transaction(|| self.shape(sql));
+        }
         let text = rewrite(sql).map_err(Error::storage)?;
-        let outside = !self.in_transaction.get();
-        let types = {
-            let mut client = self.client.borrow_mut();
-            if outside {
-                client.batch_execute(&self.connector.begin_alone()).map_err(|e| self.begin_err(e))?;
-            }
-            let types = client.prepare(&text).map(|stmt| stmt.params().to_vec());
-            if outside {
-                let end = client.batch_execute(if types.is_ok() { "COMMIT" } else { "ROLLBACK" });
-                end.map_err(|e| self.err(e))?;
-            }
-            types.map_err(|e| self.fail(e))?
-        };
+        // The statement is closed when dropped, at once: on this transaction's session.
+        let types = self.client.borrow_mut().prepare(&text).map(|stmt| stmt.params().to_vec());
+        let types = types.map_err(|e| self.fail(e))?;
         let shape = Arc::new(Shape { text, types });
         self.shapes.borrow_mut().insert(sql.to_owned(), shape.clone());
         Ok(shape)
@@ -725,18 +718,22 @@ impl Pg {
         if self.in_transaction.get() || !self.connector.alone() {
             return self.once_more(f);
         }
-        self.once_more(|| {
-            self.client.borrow_mut().batch_execute(&self.connector.begin_alone()).map_err(|e| self.begin_err(e))?;
-            self.in_transaction.set(true);
-            self.failed.set(false);
-            let out = f();
-            self.in_transaction.set(false);
-            let end = self.client.borrow_mut().batch_execute(if out.is_ok() { "COMMIT" } else { "ROLLBACK" });
-            self.failed.set(false);
-            let value = out?;
-            end.map_err(|e| self.err(e))?;
-            Ok(value)
-        })
+        self.once_more(|| self.own_transaction(&f))
+    }
+
+    /// Runs `f` in a transaction of its own, with the connection's
+    /// settings; commits it when `f` succeeds.
+    fn own_transaction<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.client.borrow_mut().batch_execute(&self.connector.begin_alone()).map_err(|e| self.begin_err(e))?;
+        self.in_transaction.set(true);
+        self.failed.set(false);
+        let out = f();
+        self.in_transaction.set(false);
+        self.failed.set(false);
+        let end = self.client.borrow_mut().batch_execute(if out.is_ok() { "COMMIT" } else { "ROLLBACK" });
+        let value = out?;
+        end.map_err(|e| self.err(e))?;
+        Ok(value)
     }
 
     /// The parameters with the types the server expects.
@@ -783,17 +780,6 @@ impl Pg {
     /// [`Pg::query`] of a query that reads none of the deferred rows: they stay unsent.
     pub(crate) fn query_past_deferred(&self, sql: &str, params: &[Value<'_>]) -> Result<Vec<postgres::Row>> {
         self.rows(sql, params)
-    }
-
-    /// The first row of a query.
-    pub(crate) fn query_opt(&self, sql: &str, params: &[Value<'_>]) -> Result<Option<postgres::Row>> {
-        self.send_deferred()?;
-        self.query_opt_past_deferred(sql, params)
-    }
-
-    /// [`Pg::query_opt`] of a query that reads none of the deferred rows: they stay unsent.
-    pub(crate) fn query_opt_past_deferred(&self, sql: &str, params: &[Value<'_>]) -> Result<Option<postgres::Row>> {
-        Ok(self.rows(sql, params)?.into_iter().next())
     }
 
     /// The first row of a statement whose shape its caller holds.

@@ -132,10 +132,10 @@ pub(crate) fn upsert_edges(tx: &WriteTx<'_>, edges: &[UkoEdge]) -> Result<()> {
     write_edges(tx, &edges, &mut HashMap::new()).map_err(|(_, e)| e)
 }
 
-/// The keys of the stored nodes of the URIs `?1` (PostgreSQL): each looked
-/// up in the index. (`OFFSET 0` keeps the planner, which sees hundreds of
-/// URIs, from scanning and hashing the whole table for each batch instead:
-/// a graph import then slowed with the graph's size, 6 ms a batch at 50,000 nodes.)
+/// [`RESOLVE`] on PostgreSQL: each URI looked up in the index. (`OFFSET 0`
+/// keeps the planner, which sees hundreds of URIs, from scanning and hashing
+/// the whole table for each batch instead: a graph import then slowed with
+/// the graph's size, 6 ms a batch at 50,000 nodes.)
 const RESOLVE_EACH: &str = "SELECT x.uri, n.node_id FROM unnest(CAST(?1 AS TEXT[])) AS x(uri) \
      CROSS JOIN LATERAL (SELECT node_id FROM uko_nodes WHERE uri = x.uri OFFSET 0) AS n";
 
@@ -165,11 +165,7 @@ pub(crate) fn write_nodes(
         return upsert_checked(tx, nodes.iter().copied()).map_err(first);
     }
     let uris: Vec<String> = nodes.iter().map(|n| n.uri.clone()).collect();
-    let stored: HashMap<String, NodeKey> = tx
-        .query_vec(RESOLVE_EACH, vals![&uris[..]], |r| Ok((r.string(0)?, r.i64(1)?)))
-        .map_err(first)?
-        .into_iter()
-        .collect();
+    let stored = keys_of(tx, &uris).map_err(first)?;
     let mut last: HashMap<&str, usize> = HashMap::new();
     for (i, n) in nodes.iter().enumerate() {
         last.insert(n.uri.as_str(), i);
@@ -237,7 +233,7 @@ fn upsert_checked<'n>(tx: &WriteTx<'_>, nodes: impl Iterator<Item = &'n UkoNode>
 /// Removes nodes, their views and every edge touching them; URIs that name
 /// no node are passed over. Returns how many nodes went.
 pub(crate) fn remove_nodes(tx: &WriteTx<'_>, uris: &[String]) -> Result<usize> {
-    let keys: Vec<NodeKey> = tx.query_vec(RESOLVE, vals![uris], |r| r.i64(1))?;
+    let keys: Vec<NodeKey> = tx.query_vec(tx.dialect().pick(RESOLVE, RESOLVE_EACH), vals![uris], |r| r.i64(1))?;
     for sql in [
         "DELETE FROM uko_edges WHERE source_id IN rarray(?1)",
         "DELETE FROM uko_edges WHERE target_id IN rarray(?1)",
@@ -271,9 +267,7 @@ pub(crate) fn write_edges(
     uris.sort_unstable();
     uris.dedup();
     if !uris.is_empty() {
-        let resolve = if tx.is_postgres() { RESOLVE_EACH } else { RESOLVE };
-        let found = tx.query_vec(resolve, vals![&uris[..]], |r| Ok((r.string(0)?, r.i64(1)?))).map_err(first)?;
-        known.extend(found);
+        known.extend(keys_of(tx, &uris).map_err(first)?);
     }
     let keys = &*known;
     let mut ends = Vec::with_capacity(edges.len());
@@ -362,7 +356,8 @@ pub(crate) fn neighbours(
 
 /// Which of these URIs name stored nodes, with their keys, in one query.
 pub(crate) fn keys_of(conn: &Conn, uris: &[String]) -> Result<HashMap<String, NodeKey>> {
-    Ok(conn.query_vec(RESOLVE, vals![uris], |r| Ok((r.string(0)?, r.i64(1)?)))?.into_iter().collect())
+    let sql = conn.dialect().pick(RESOLVE, RESOLVE_EACH);
+    Ok(conn.query_vec(sql, vals![uris], |r| Ok((r.string(0)?, r.i64(1)?)))?.into_iter().collect())
 }
 
 /// A stored node's key, URI, kind and version.
