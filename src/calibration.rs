@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::decision::{DecisionId, DecisionType, Phase, PlanId};
 use crate::error::{Error, Result};
-use crate::Store;
+use crate::store::Store;
 
 /// Number of equal-width confidence bins.
 pub const BINS: usize = 10;
@@ -26,6 +26,32 @@ pub enum GroupBy {
     Type,
     Phase,
     Plan,
+}
+
+impl GroupBy {
+    /// The names [`GroupBy`]'s `FromStr` takes.
+    pub const NAMES: [&'static str; 3] = ["type", "phase", "plan"];
+
+    /// Its name: `type`, `phase` or `plan`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupBy::Type => "type",
+            GroupBy::Phase => "phase",
+            GroupBy::Plan => "plan",
+        }
+    }
+}
+
+impl std::str::FromStr for GroupBy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<GroupBy> {
+        match s {
+            "type" => Ok(GroupBy::Type),
+            "phase" => Ok(GroupBy::Phase),
+            "plan" => Ok(GroupBy::Plan),
+            _ => Err(Error::validation("group_by", format!("{s:?} is not one of {}", GroupBy::NAMES.join(", ")))),
+        }
+    }
 }
 
 /// What [`Store::calibration`] looks at.
@@ -280,18 +306,6 @@ impl Store {
     pub fn calibration(&self, options: CalibrationOptions) -> Result<Calibration> {
         let outcomes = self.outcomes(options.plan)?;
         Ok(calibrate(&outcomes, options.by, options.settled_after))
-    }
-}
-
-impl std::str::FromStr for GroupBy {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "type" => Ok(GroupBy::Type),
-            "phase" => Ok(GroupBy::Phase),
-            "plan" => Ok(GroupBy::Plan),
-            _ => Err(Error::validation("by", format!("{s:?} is not one of type, phase, plan"))),
-        }
     }
 }
 

@@ -279,16 +279,23 @@ impl Error {
         }
     }
 
-    /// True for errors caused by the caller's input (the data, the file or
-    /// URL given, the store named) rather than by the environment. Every
+    /// What kind of failure this is, for a face to answer it in its own
+    /// terms (an exit status, an HTTP status, an exception class). Every
     /// variant is named here, so a new one is classified when it is added.
-    pub fn is_input_error(&self) -> bool {
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Batch { error, .. } | Error::Line { error, .. } | Error::Input { error, .. } => {
-                error.is_input_error()
-            }
+            Error::Batch { error, .. } | Error::Line { error, .. } | Error::Input { error, .. } => error.kind(),
+            Error::DecisionNotFound(_) | Error::PlanNotFound(_) => ErrorKind::NotFound,
             Error::Validation { .. }
-            | Error::NotCreated { .. }
+            | Error::MissingReference { .. }
+            | Error::CrossPlanReference { .. }
+            | Error::DuplicateDecision(_)
+            | Error::DuplicateSequence { .. }
+            | Error::AlreadySuperseded { .. }
+            | Error::Cycle(_)
+            | Error::UnknownNode(_)
+            | Error::Json(_) => ErrorKind::InvalidInput,
+            Error::NotCreated { .. }
             | Error::NotSqlite { .. }
             | Error::NotAStore { .. }
             | Error::NotAStoreDatabase { .. }
@@ -297,26 +304,39 @@ impl Error {
             | Error::MigrationMismatch { .. }
             | Error::Damaged(_)
             | Error::Corrupt { .. }
-            | Error::DigestMismatch { .. }
-            | Error::MissingReference { .. }
-            | Error::CrossPlanReference { .. }
-            | Error::DuplicateDecision(_)
-            | Error::DuplicateSequence { .. }
-            | Error::AlreadySuperseded { .. }
-            | Error::Cycle(_)
-            | Error::DecisionNotFound(_)
-            | Error::PlanNotFound(_)
-            | Error::UnknownNode(_)
-            | Error::Json(_) => true,
-            Error::Storage(_)
-            | Error::Io(_)
-            | Error::Busy
-            | Error::ReadOnly
-            | Error::Connect { .. }
-            | Error::ConnectionLost { .. }
-            | Error::OutcomeUnknown { .. } => false,
+            | Error::DigestMismatch { .. } => ErrorKind::Incompatible,
+            Error::Busy => ErrorKind::Busy,
+            Error::Connect { .. } | Error::ConnectionLost { .. } | Error::OutcomeUnknown { .. } => {
+                ErrorKind::Unavailable
+            }
+            Error::ReadOnly => ErrorKind::ReadOnly,
+            Error::Storage(_) | Error::Io(_) => ErrorKind::Internal,
         }
     }
+}
+
+/// The kinds of [`Error`], as [`Error::kind`] tells them apart: what a face
+/// (the command, the web view, an agent's tool, Python) needs to answer a
+/// failure in its own terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// A decision or plan that the store does not hold.
+    NotFound,
+    /// The caller's input breaks a rule: a field, an argument, a reference,
+    /// a line of a file. Nothing of it was stored.
+    InvalidInput,
+    /// The store named is not one this library can use as it is: not
+    /// created yet, not a store, another schema version, damaged, or
+    /// holding rows changed outside the library.
+    Incompatible,
+    /// Another writer held the store past the busy timeout: try again.
+    Busy,
+    /// The server could not be reached, or the connection was lost.
+    Unavailable,
+    /// A write on a store opened read-only.
+    ReadOnly,
+    /// The storage engine or the file system failed.
+    Internal,
 }
 
 #[cfg(test)]

@@ -9,7 +9,10 @@
 //! - [`store`]: [`Store`], the SQLite file with its migrations.
 //! - [`uko`]: graph nodes and edges; [`projection`]: depth/breadth
 //!   projection of context from the graph; [`inheritance`]: a child plan's
-//!   skeleton of its parent's context.
+//!   skeleton of its parent's context; [`context`]: both from a store
+//!   ([`Store::project`], [`Store::child_context`]).
+//! - [`stale`], [`calibration`]: decisions whose recorded context moved;
+//!   confidence against outcomes.
 //! - [`hash`]: SHA-256 values and their `sha256:` text.
 //! - [`ingest`] (feature `ingest`): source trees into the graph.
 //!
@@ -30,6 +33,7 @@
 //! ```
 
 pub mod calibration;
+pub mod context;
 pub mod decision;
 pub mod error;
 pub mod hash;
@@ -48,5 +52,5 @@ pub use decision::{
     Alternative, ArtifactRef, ContextSnapshot, Decision, DecisionBuilder, DecisionId, DecisionTree, DecisionType,
     Impact, Phase, PlanId, ResourceRef, TreeView, ViewNode, EXECUTE_TYPES, STRATEGIZE_TYPES,
 };
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use store::Store;

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::decision::{DecisionId, DecisionType, PlanId};
 use crate::error::Result;
-use crate::Store;
+use crate::store::Store;
 
 /// What [`Store::stale`] looks at.
 #[derive(Clone, Copy, Debug, Default)]
@@ -136,7 +136,7 @@ struct Index {
 
 impl Index {
     /// Reads a plan's tree; returns its decisions when `keep` (to check them).
-    fn load(&mut self, store: &Store, plan: PlanId, keep: bool) -> Result<Vec<crate::Decision>> {
+    fn load(&mut self, store: &Store, plan: PlanId, keep: bool) -> Result<Vec<crate::decision::Decision>> {
         if !self.loaded.insert(plan) {
             return Ok(Vec::new());
         }

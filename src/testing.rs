@@ -589,6 +589,46 @@ pub fn direct_url(url: &str) -> String {
     }
 }
 
+/// `url` with `schema` as its session's search path (the URL's `options`).
+pub fn in_schema(url: &str, schema: &str) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}options=-csearch_path%3D{schema}")
+}
+
+/// Writes `plans` plans of `per_plan` decisions each to `path` as
+/// `decisions.jsonl`, in export order: a root, then a tree whose chosen
+/// options carry quotes and a check mark, every seventh a correction of
+/// the one before, and in each plan one supersession.
+///
+/// # Errors
+/// [`Error::Io`] when the file cannot be written; a store error when the
+/// temporary store they pass through fails.
+pub fn write_decisions_file(path: &Path, plans: usize, per_plan: u32) -> Result<()> {
+    let mut temp = TempStore::new()?;
+    let store = temp.store()?;
+    for _ in 0..plans {
+        let plan = PlanId::generate();
+        let mut ds: Vec<Decision> = vec![Decision::builder(plan, DecisionType::PromptDefinition, 0).build()?];
+        for seq in 1..per_plan {
+            let parent = ds[((seq - 1) / 2) as usize].decision_id();
+            let mut b = Decision::builder(plan, DecisionType::ALL[1 + seq as usize % 10], seq)
+                .parent(parent)
+                .chosen_option(format!("option {seq} ' \" ; -- ✓"))
+                .confidence_score(Some(f64::from(seq % 11) / 10.0));
+            if seq % 7 == 0 {
+                b = b.corrects(ds[seq as usize - 1].decision_id());
+            }
+            ds.push(b.build()?);
+        }
+        store.insert_many(&ds)?;
+        if ds.len() > 2 {
+            store.supersede(ds[1].decision_id(), ds[2].decision_id())?;
+        }
+    }
+    store.export_decisions(None, std::io::BufWriter::new(std::fs::File::create(path)?))?;
+    Ok(())
+}
+
 impl TempStore {
     /// A new, empty store file.
     ///

@@ -12,14 +12,13 @@ use std::sync::Mutex;
 
 mod de;
 
+use decision_store::context::StoredContextOptions;
+use decision_store::decision::{Decision, DecisionId, DecisionTree, PlanId};
 use decision_store::ingest::IngestOptions;
-use decision_store::inheritance::{
-    child_context_from_store, InheritanceConfig, PlanContextInheritance, StoredContextOptions,
-};
-use decision_store::projection::{Cl100k, Depth, DepthBreadthProjector, ProjectionSpec, Ranking};
-use decision_store::store::{ImportOptions, PreparedDecision};
+use decision_store::projection::{Cl100k, Depth, ProjectionSpec, Ranking, DEFAULT_BUDGET, DEFAULT_RANKING};
+use decision_store::store::{ImportOptions, PreparedDecision, Store};
 use decision_store::uko::{Direction, UkoEdge, UkoNode};
-use decision_store::{Decision, DecisionId, DecisionTree, Error, PlanId, Store};
+use decision_store::{Error, ErrorKind};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Value};
@@ -45,19 +44,18 @@ unsafe extern "C" fn mi_calloc(count: usize, size: usize) -> *mut std::ffi::c_vo
 
 /// Raises the `decision_store.errors` exception that fits `e`.
 fn raise(py: Python<'_>, e: Error) -> PyErr {
-    let class = match &e {
-        Error::NotCreated { .. }
-        | Error::NotSqlite { .. }
-        | Error::NotAStore { .. }
-        | Error::NotAStoreDatabase { .. } => "NotAStoreError",
-        Error::IncompatibleVersion { .. } | Error::NeedsUpgrade { .. } | Error::MigrationMismatch { .. } => {
-            "IncompatibleVersionError"
-        }
-        Error::Busy => "BusyError",
-        Error::Connect { .. } | Error::ConnectionLost { .. } => "ConnectError",
-        Error::DecisionNotFound(_) | Error::PlanNotFound(_) => "NotFoundError",
-        e if e.is_input_error() => "ValidationError",
-        _ => "DecisionStoreError",
+    let class = match e.kind() {
+        ErrorKind::NotFound => "NotFoundError",
+        ErrorKind::InvalidInput => "ValidationError",
+        ErrorKind::Incompatible => match e.innermost() {
+            Error::IncompatibleVersion { .. } | Error::NeedsUpgrade { .. } | Error::MigrationMismatch { .. } => {
+                "IncompatibleVersionError"
+            }
+            _ => "NotAStoreError",
+        },
+        ErrorKind::Busy => "BusyError",
+        ErrorKind::Unavailable => "ConnectError",
+        ErrorKind::ReadOnly | ErrorKind::Internal => "DecisionStoreError",
     };
     error(py, class, e.to_string())
 }
@@ -663,15 +661,8 @@ impl PyStore {
         direction: Option<&str>,
         ranking: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut spec = ProjectionSpec::for_focus(focus).map_err(|e| raise(py, e))?;
-        match ranking {
-            None | Some("relevance") => {}
-            Some("distance") => spec = spec.with_ranking(Ranking::Distance).with_breadth(6),
-            Some(other) => {
-                let e = decision_store::Error::validation("ranking", format!("{other:?} is not relevance or distance"));
-                return Err(raise(py, e));
-            }
-        }
+        let ranking = ranking.map(str::parse::<Ranking>).transpose().map_err(|e| raise(py, e))?;
+        let mut spec = ProjectionSpec::ranked(focus, ranking.unwrap_or(DEFAULT_RANKING)).map_err(|e| raise(py, e))?;
         match depth {
             None => {}
             Some(d) if d.is_instance_of::<PyInt>() => {
@@ -685,21 +676,25 @@ impl PyStore {
         if let Some(d) = direction {
             spec = spec.with_direction(d.parse::<Direction>().map_err(|e| raise(py, e))?);
         }
-        let set = self.with(py, move |s| {
-            s.read_snapshot(|s| DepthBreadthProjector::new().project_fragments(s, &spec, &Cl100k, budget))
-        })?;
+        let (_, set) = self.with(py, move |s| s.project(&spec, &Cl100k, budget))?;
         to_py(py, &serde_json::to_value(&set.fragments).unwrap_or_default())
     }
 
-    /// The inherited context of a child of `plan_id` within `budget` tokens, as a dict.
-    #[pyo3(signature = (plan_id, budget=8000))]
-    fn child_context<'py>(&self, py: Python<'py>, plan_id: &str, budget: usize) -> PyResult<Bound<'py, PyAny>> {
+    /// The inherited context of a child of `plan_id` within `budget` tokens
+    /// (4000 unless given), as a dict; `child_focus` (node URIs or relative
+    /// file paths) by default the resources of the plan's subplan spawns.
+    #[pyo3(signature = (plan_id, budget=None, child_focus=None))]
+    fn child_context<'py>(
+        &self,
+        py: Python<'py>,
+        plan_id: &str,
+        budget: Option<usize>,
+        child_focus: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let p = self::plan_id(py, plan_id)?;
-        let result = self.with(py, move |s| {
-            let service = PlanContextInheritance::new(InheritanceConfig::default());
-            let options = StoredContextOptions { budget, ..StoredContextOptions::default() };
-            s.read_snapshot(|s| child_context_from_store(s, p, &service, &options))
-        })?;
+        let options =
+            StoredContextOptions { budget: budget.unwrap_or(DEFAULT_BUDGET), child_focus, ..Default::default() };
+        let result = self.with(py, move |s| s.child_context(p, &options))?;
         to_py(py, &serde_json::to_value(&result).unwrap_or_default())
     }
 }

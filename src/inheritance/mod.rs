@@ -275,6 +275,11 @@ impl PlanContextInheritance {
         &self.config
     }
 
+    /// The token counter it measures skeletons with.
+    pub fn counter(&self) -> &dyn TokenCounter {
+        self.counter.as_ref()
+    }
+
     /// The child's request and skeleton; see the module docs for the rules.
     /// `graph_distance` (URI -> hops from the child focus) refines the
     /// priority when a graph is at hand.
@@ -404,111 +409,6 @@ mod tests {
         assert_eq!(listing_name("class://AuthManager"), "AuthManager");
         assert_eq!(listing_name("module://pkg.auth"), "pkg.auth");
     }
-}
-
-/// How [`child_context_from_store`] builds the parent's context.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StoredContextOptions {
-    /// The child's token budget.
-    pub budget: usize,
-    /// Breadth of the parent's projection.
-    pub parent_breadth: u32,
-    /// Full depth of the parent's projection.
-    pub parent_depth: crate::projection::Depth,
-    /// Domain for named depths.
-    pub domain: String,
-    pub parent_depth_in_tree: u32,
-    pub child_depth_in_tree: u32,
-    /// The child's focus; by default the resources of the plan's effective
-    /// subplan spawns, else those of all its effective decisions.
-    pub child_focus: Option<Vec<String>>,
-}
-
-impl Default for StoredContextOptions {
-    fn default() -> Self {
-        StoredContextOptions {
-            budget: 8000,
-            parent_breadth: 2,
-            parent_depth: crate::projection::Depth::named("SIGNATURES"),
-            domain: "uko-code:".into(),
-            parent_depth_in_tree: 0,
-            child_depth_in_tree: 1,
-            child_focus: None,
-        }
-    }
-}
-
-/// The child context of a stored plan, from its effective decisions and the stored graph.
-///
-/// The parent's context is the projection (to fragments) of the resources
-/// its effective decisions name that are in the graph; graph distances from
-/// the child focus (both directions, up to 3 hops) refine the skeleton's priority.
-///
-/// # Errors
-/// [`Error::PlanNotFound`]; [`Error::Validation`] when no decision of the
-/// plan names a resource that is in the graph; the errors of projection and
-/// [`PlanContextInheritance::compute_child_context`].
-pub fn child_context_from_store(
-    store: &crate::Store,
-    plan: crate::PlanId,
-    service: &PlanContextInheritance,
-    options: &StoredContextOptions,
-) -> Result<ChildContextResult> {
-    use crate::projection::{DepthBreadthProjector, ProjectionSpec};
-    use crate::uko::Direction;
-
-    let tree = store.decision_tree(plan)?;
-    let effective: Vec<Decision> = tree.effective().into_iter().cloned().collect();
-    // One query per list; storage errors surface instead of reading as "not in the graph".
-    let in_graph = |uris: Vec<String>| -> Result<Vec<String>> {
-        let known = store.known_uris(&uris)?;
-        Ok(uris.into_iter().filter(|u| known.contains(u)).collect())
-    };
-    let parent_focus = in_graph(extract_child_focus(&effective, &[]))?;
-    if parent_focus.is_empty() {
-        return Err(Error::validation(
-            "plan",
-            format!("no effective decision of plan {plan} names a resource that is in the graph"),
-        ));
-    }
-    let projector = DepthBreadthProjector::new();
-    let spec = ProjectionSpec::new(parent_focus.clone(), options.parent_breadth, options.parent_depth.clone())?
-        .with_domain(options.domain.clone());
-    let detail_depth = projector.resolve_depth(&spec)?;
-    let fragments = projector.project_fragments(store, &spec, service.counter.as_ref(), None)?.fragments;
-    let parent = AssembledContext { fragments, detail_depth, breadth: options.parent_breadth };
-
-    let child_focus = match &options.child_focus {
-        Some(f) => f.clone(),
-        None => {
-            let spawns: Vec<Decision> = effective
-                .iter()
-                .filter(|d| {
-                    matches!(
-                        d.decision_type(),
-                        crate::DecisionType::SubplanSpawn | crate::DecisionType::SubplanParallelSpawn
-                    )
-                })
-                .cloned()
-                .collect();
-            extract_child_focus(&spawns, &parent_focus)
-        }
-    };
-    let known = in_graph(child_focus.clone())?;
-    let distances: Option<HashMap<String, u32>> = if known.is_empty() {
-        None
-    } else {
-        let near = ProjectionSpec::new(known, 3, 0)?.with_direction(Direction::Both);
-        Some(projector.project(store, &near)?.nodes.iter().map(|n| (n.uri().to_owned(), n.distance())).collect())
-    };
-    service.compute_child_context_near(
-        &parent,
-        &child_focus,
-        options.budget,
-        options.parent_depth_in_tree,
-        options.child_depth_in_tree,
-        distances.as_ref(),
-    )
 }
 
 #[cfg(test)]

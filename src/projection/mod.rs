@@ -127,10 +127,54 @@ pub enum Ranking {
     Relevance(Signals),
 }
 
+impl Ranking {
+    /// The names [`Ranking`]'s `FromStr` takes, the default first.
+    pub const NAMES: [&'static str; 2] = ["relevance", "distance"];
+
+    /// Its name: `relevance` or `distance`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Ranking::Relevance(_) => "relevance",
+            Ranking::Distance => "distance",
+        }
+    }
+
+    /// The breadth a projection of this ranking walks when its caller names
+    /// none: two file hops for the relevance ranking's graph signal
+    /// ([`DEFAULT_BREADTH`]); six node hops for the distance ranking, where
+    /// with the default depth a file focus gets its source, its classes and
+    /// methods their signatures, and what they use their names
+    /// ([`DEFAULT_DISTANCE_BREADTH`]).
+    pub fn default_breadth(&self) -> u32 {
+        match self {
+            Ranking::Relevance(_) => DEFAULT_BREADTH,
+            Ranking::Distance => DEFAULT_DISTANCE_BREADTH,
+        }
+    }
+}
+
+impl std::str::FromStr for Ranking {
+    type Err = Error;
+    /// `relevance` (with [`Signals::DEFAULT`]) or `distance`.
+    fn from_str(s: &str) -> Result<Ranking> {
+        match s {
+            "relevance" => Ok(DEFAULT_RANKING),
+            "distance" => Ok(Ranking::Distance),
+            _ => Err(Error::validation("ranking", format!("{s:?} is not one of {}", Ranking::NAMES.join(", ")))),
+        }
+    }
+}
+
 /// The breadth that a projection walks when its caller names none (`dstore
 /// project`, the MCP tool `get_context`, [`ProjectionSpec::for_focus`]):
 /// the relevance ranking's graph signal follows links two files deep.
 pub const DEFAULT_BREADTH: u32 = 2;
+/// The breadth of the distance ranking when its caller names none (see
+/// [`Ranking::default_breadth`]).
+pub const DEFAULT_DISTANCE_BREADTH: u32 = 6;
+/// The token budget of a context when its caller names none (`get_context`,
+/// `child_context`, the web view's context page, Python's `child_context`).
+pub const DEFAULT_BUDGET: usize = 4000;
 /// The full detail depth when the caller names none.
 pub const DEFAULT_DEPTH: &str = "FULL_SOURCE";
 /// The direction when the caller names none: links both ways (the files
@@ -148,9 +192,18 @@ impl ProjectionSpec {
     /// # Errors
     /// As [`ProjectionSpec::new`].
     pub fn for_focus<S: Into<String>>(focus: impl IntoIterator<Item = S>) -> Result<Self> {
-        Ok(ProjectionSpec::new(focus, DEFAULT_BREADTH, Depth::named(DEFAULT_DEPTH))?
+        ProjectionSpec::ranked(focus, DEFAULT_RANKING)
+    }
+
+    /// [`ProjectionSpec::for_focus`] with `ranking`, at its
+    /// [default breadth](Ranking::default_breadth).
+    ///
+    /// # Errors
+    /// As [`ProjectionSpec::new`].
+    pub fn ranked<S: Into<String>>(focus: impl IntoIterator<Item = S>, ranking: Ranking) -> Result<Self> {
+        Ok(ProjectionSpec::new(focus, ranking.default_breadth(), Depth::named(DEFAULT_DEPTH))?
             .with_direction(DEFAULT_DIRECTION)
-            .with_ranking(DEFAULT_RANKING))
+            .with_ranking(ranking))
     }
 
     /// A spec with the defaults of a breadth-first walk: gradient on, domain
@@ -218,6 +271,13 @@ impl ProjectionSpec {
     }
     pub fn with_ranking(&self, ranking: Ranking) -> Self {
         ProjectionSpec { ranking, ..self.clone() }
+    }
+    /// The same spec of other focus nodes.
+    ///
+    /// # Errors
+    /// As [`ProjectionSpec::new`] for an empty list or URI.
+    pub fn with_focus<S: Into<String>>(&self, focus: impl IntoIterator<Item = S>) -> Result<Self> {
+        Ok(ProjectionSpec { focus: ProjectionSpec::new(focus, 0, 0)?.focus, ..self.clone() })
     }
 
     pub fn focus(&self) -> &[String] {

@@ -13,7 +13,7 @@
 //!
 //! | floor | what | where |
 //! |---|---|---|
-//! | API | `Store`: open, and thin public methods that begin a transaction and call below | `mod.rs`, `open.rs`, `decisions.rs`, `graph.rs`, `exchange.rs`, `ingest.rs` |
+//! | API | `Store`: open, and thin public methods that begin a transaction and call below | `mod.rs`, `open.rs`, `schema.rs`, `api/` |
 //! | workflows | the JSONL import pipeline, ingest's plan and apply, copy | `workflows/` |
 //! | tables | one module of queries per table group, each write over an explicit [`WriteTx`](engine::WriteTx) | `tables/` |
 //! | engine | SQLite and PostgreSQL connections, transactions, statements, binding, error mapping | `engine/` |
@@ -48,18 +48,35 @@
 //! the log, under the file's exclusive lock, which readers wait for too,
 //! one batch at a time. A `Store` is one connection: use one per thread.
 //!
+//! ## Transactions
+//!
+//! Every transaction begins in one of these places, and nowhere else
+//! (`Conn::begin_write`, `Conn::begin_read` and `Bulk::begin` are the
+//! engine's three ways in):
+//!
+//! | where | what | kind |
+//! |---|---|---|
+//! | `Store::write_log` (`mod.rs`) | a write of the decision log (insert, supersede) with its ledger; once more on a fresh connection when one was lost before the commit | write |
+//! | `Store::write_log_bulk` (`mod.rs`) | an import's batches; a first load into an empty file without the log | bulk |
+//! | `Store::settle` (`mod.rs`) | after a lost COMMIT: the ledger looked up under the log's lock | write |
+//! | `Store::write_graph` (`mod.rs`) | a graph write (upsert, add edges, remove), its generation bumped | write |
+//! | `Store::read_snapshot` (`mod.rs`) | any read that must see one state (inside a transaction already open, none) | read |
+//! | `Store::connect`, `Store::connect_read_only` (`open.rs`) | a server's identification and migration under its lock; the read-only one's questions | write, read |
+//! | `schema::migrate` (`schema.rs`) | a file's migrations, one transaction each | write |
+//! | `Store::insert_each` (`api/decisions.rs`) | a group commit: each attempt one transaction | write |
+//! | `workflows::import` | an import's batches (through `Bulk`) | bulk |
+//! | `workflows::ingest` | the graph's state read before parsing; the plan applied in bounded batches | read, bulk |
+//! | `workflows::history` | the git history's links, in bounded transactions | write |
+//! | `workflows::copy` | the destination's batches; its digest read at the end | bulk, read |
+//!
 //! ## Performance
 //!
 //! Statements are prepared once and cached per connection. Plan reads are
 //! one query per table, and graph traversal asks for a whole BFS frontier
 //! per query (see `tables::graph`).
 
-mod decisions;
+mod api;
 pub(crate) mod engine;
-mod exchange;
-mod graph;
-#[cfg(feature = "ingest")]
-mod ingest;
 mod open;
 mod schema;
 pub(crate) mod tables;
@@ -71,6 +88,7 @@ use crate::error::{Error, Location, Result};
 use engine::{Conn, WriteTx};
 use tables::ledger::{LastEntry, Ledger};
 
+pub use engine::server::{Replication, StandbyState};
 pub use schema::supported_schema_version;
 pub use tables::check::{Problem, ProblemKind};
 pub use tables::decisions::{DecisionCounts, Digest, PlanSummary, PlanTypeCounts};
@@ -78,9 +96,10 @@ pub use tables::graph::{GraphCounts, Neighbour};
 pub use tables::integrity::{Anchor, AnchorScope};
 pub use tables::rows::PreparedDecision;
 pub use workflows::copy::CopyReport;
-pub use workflows::import::{Commit, ImportOptions, ImportReport, BATCH, MAX_HOLD};
+pub use workflows::import::{Commit, ImportOptions, ImportReport};
 #[cfg(feature = "ingest")]
 pub use workflows::ingest::BOUND as INGEST_BOUND;
+pub use workflows::{BATCH, MAX_HOLD};
 
 /// Where [`Store::insert_each`] puts a decision in its plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,35 +115,6 @@ pub struct Store {
     conn: Conn,
     location: Location,
     read_only: bool,
-}
-
-/// What [`Store::replication`] found on the server.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Replication {
-    /// The server is a standby (in recovery): it serves reads only.
-    pub standby: bool,
-    /// On a standby: bytes of WAL received but not yet replayed.
-    pub lag_bytes: Option<i64>,
-    /// On a standby: how old its last replayed commit is, in milliseconds
-    /// (0 when it has replayed everything it received).
-    pub lag_ms: Option<i64>,
-    /// On a primary: its standbys, as `pg_stat_replication` shows them.
-    pub standbys: Vec<StandbyState>,
-}
-
-/// One standby of a primary.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct StandbyState {
-    /// Its `application_name` (Patroni: the member's name).
-    pub name: String,
-    /// `streaming`, `catchup`, ...
-    pub state: String,
-    /// `sync`, `async`, `potential`, `quorum`.
-    pub sync_state: String,
-    /// Bytes of WAL the primary wrote that it has not replayed.
-    pub lag_bytes: Option<i64>,
-    /// `replay_lag` in milliseconds (`None` when the server has no recent figure).
-    pub lag_ms: Option<i64>,
 }
 
 impl std::fmt::Debug for Store {
@@ -143,10 +133,7 @@ impl Store {
     /// # Errors
     /// [`Error::Storage`] when the server does not answer.
     pub fn server_version(&self) -> Result<Option<String>> {
-        if !self.conn.is_postgres() {
-            return Ok(None);
-        }
-        self.conn.query_one("SELECT current_setting('server_version')", &[], |r| r.string(0)).map(Some)
+        engine::server::version(&self.conn)
     }
 
     /// Where the server this store is connected to stands in streaming
@@ -156,39 +143,7 @@ impl Store {
     /// # Errors
     /// [`Error::Storage`] when the server's views cannot be read.
     pub fn replication(&self) -> Result<Option<Replication>> {
-        if !self.conn.is_postgres() {
-            return Ok(None);
-        }
-        let standby = self.conn.query_one("SELECT pg_is_in_recovery()", &[], |r| r.bool(0))?;
-        if standby {
-            // Received but not yet replayed, and the age of the last replayed
-            // commit (0 when everything received is replayed: an idle primary sends nothing).
-            let lag = self.conn.query_one(
-                "SELECT pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())::bigint, \
-                 CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 \
-                 ELSE (extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)::bigint END",
-                &[],
-                |r| Ok((r.opt_i64(0)?, r.opt_i64(1)?)),
-            )?;
-            return Ok(Some(Replication { standby: true, lag_bytes: lag.0, lag_ms: lag.1, standbys: Vec::new() }));
-        }
-        let standbys = self.conn.query_vec(
-            "SELECT application_name, coalesce(state, ''), coalesce(sync_state, ''), \
-             pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)::bigint, \
-             (extract(epoch FROM replay_lag) * 1000)::bigint \
-             FROM pg_stat_replication ORDER BY application_name",
-            &[],
-            |r| {
-                Ok(StandbyState {
-                    name: r.string(0)?,
-                    state: r.string(1)?,
-                    sync_state: r.string(2)?,
-                    lag_bytes: r.opt_i64(3)?,
-                    lag_ms: r.opt_i64(4)?,
-                })
-            },
-        )?;
-        Ok(Some(Replication { standby: false, lag_bytes: None, lag_ms: None, standbys }))
+        engine::server::replication(&self.conn)
     }
 
     /// The SQLite library version in use.

@@ -83,7 +83,8 @@ pub(super) fn migrate_in(tx: &Conn) -> Result<()> {
 }
 
 fn apply(conn: &Conn, m: &Migration) -> Result<()> {
-    conn.batch(m.sql).map_err(|e| crate::Error::storage(format!("migration V{}__{}: {e}", m.version, m.name)))?;
+    conn.batch(m.sql)
+        .map_err(|e| crate::error::Error::storage(format!("migration V{}__{}: {e}", m.version, m.name)))?;
     conn.execute(RECORD, vals![m.version, m.name, &rfc3339(SystemTime::now()), m.checksum])?;
     Ok(())
 }
@@ -137,7 +138,7 @@ mod tests {
         let path = dir.path().join("new.db");
         // Two processes' worth of opens at once: each migration is applied once.
         std::thread::scope(|scope| {
-            let openers: Vec<_> = (0..4).map(|_| scope.spawn(|| crate::Store::open(&path).map(drop))).collect();
+            let openers: Vec<_> = (0..4).map(|_| scope.spawn(|| crate::store::Store::open(&path).map(drop))).collect();
             for o in openers {
                 o.join().unwrap().unwrap();
             }

@@ -169,6 +169,22 @@ pub enum Direction {
     Both,
 }
 
+impl Direction {
+    /// The short names [`Direction`]'s `FromStr` takes (it also takes
+    /// `outgoing` and `incoming`).
+    pub const NAMES: [&'static str; 3] = ["out", "in", "both"];
+
+    /// What a traversal in this direction follows, in words: `outgoing`,
+    /// `incoming` or `all` edges.
+    pub fn as_words(self) -> &'static str {
+        match self {
+            Direction::Outgoing => "outgoing",
+            Direction::Incoming => "incoming",
+            Direction::Both => "all",
+        }
+    }
+}
+
 impl std::str::FromStr for Direction {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
@@ -176,7 +192,7 @@ impl std::str::FromStr for Direction {
             "out" | "outgoing" => Ok(Direction::Outgoing),
             "in" | "incoming" => Ok(Direction::Incoming),
             "both" => Ok(Direction::Both),
-            _ => Err(Error::validation("direction", format!("{s:?} is not one of out, in, both"))),
+            _ => Err(Error::validation("direction", format!("{s:?} is not one of {}", Direction::NAMES.join(", ")))),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `dstore ingest` and `Store::ingest` on small Python and Rust trees made
+//! `Store::ingest` on small Python and Rust trees made
 //! here and TypeScript/JavaScript and Go trees in `tests/fixtures/ingest/`:
 //! the nodes, views and edges of each language, re-ingest that touches
 //! nothing, edits, removed files, bad input, and decisions that go stale
@@ -7,12 +7,11 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::common::{dstore, ok, s};
 use decision_store::ingest::IngestOptions;
-use decision_store::projection::{Cl100k, Depth, DepthBreadthProjector, ProjectionSpec};
+use decision_store::projection::{Cl100k, Depth, DepthBreadthProjector, ProjectionSpec, Ranking};
 use decision_store::stale::StaleOptions;
 use decision_store::uko::Direction;
-use decision_store::{Decision, DecisionType, PlanId, Store};
+use decision_store::{Decision, DecisionType, ErrorKind, PlanId, Store};
 
 fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
@@ -210,12 +209,8 @@ fn re_ingest_touches_nothing_and_an_edit_changes_only_what_it_changed() {
     assert!(edges(&store, "function://pkg.models.Base.save", "calls").is_empty());
     assert!(edges(&store, "module://pkg.models", "imports").is_empty());
 
-    // The CLI says the same.
-    let text = ok(&["ingest", s(&db), s(&tree)]);
-    assert!(
-        text.starts_with(&format!("ingested {}: 4 files (0 parsed, 4 unchanged, 0 removed)", tree.display())),
-        "{text}"
-    );
+    let quiet = store.ingest(&tree, IngestOptions::default()).unwrap();
+    assert_eq!((quiet.files, quiet.parsed, quiet.unchanged, quiet.removed_files), (4, 0, 4, 0));
 }
 
 #[test]
@@ -238,16 +233,10 @@ fn bad_input_is_counted_and_reported_never_a_panic_or_half_a_graph() {
         std::os::unix::fs::symlink(tree.join("nowhere.py"), tree.join("dangling.py")).unwrap();
     }
     let db = dir.path().join("g.db");
-    let r = dstore(&["ingest", s(&db), s(&tree), "--max-file-bytes", "2000", "--format", "json"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(report["parse_errors"], serde_json::json!(["broken.py"]));
-    let skipped: Vec<(String, String)> = report["skipped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| (s["path"].as_str().unwrap().to_owned(), s["reason"].as_str().unwrap().to_owned()))
-        .collect();
+    let mut store = Store::open(&db).unwrap();
+    let report = store.ingest(&tree, IngestOptions::default().with_max_file_bytes(2000)).unwrap();
+    assert_eq!(report.parse_errors, ["broken.py"]);
+    let skipped: Vec<(String, String)> = report.skipped.iter().map(|s| (s.path.clone(), s.reason.clone())).collect();
     let reason = |path: &str| {
         skipped
             .iter()
@@ -262,7 +251,6 @@ fn bad_input_is_counted_and_reported_never_a_panic_or_half_a_graph() {
         assert!(reason("loop").contains("loop"), "{}", reason("loop"));
         assert!(reason("dangling.py").contains("nowhere.py") || reason("dangling.py").contains("No such file"));
     }
-    let store = Store::open_read_only(&db).unwrap();
     let g = store.load_graph().unwrap();
     // What parsed of the broken file is there.
     assert!(g.node("function://broken.good").is_some() && g.node("class://broken.Fine").is_some());
@@ -273,13 +261,10 @@ fn bad_input_is_counted_and_reported_never_a_panic_or_half_a_graph() {
 
     // Not a directory, or missing: a clear error, the store untouched.
     let before = graph_dump(&store);
-    drop(store);
-    let r = dstore(&["ingest", s(&db), s(&tree.join("app.py"))]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("is not a directory"), "{}", r.stderr);
-    let r = dstore(&["ingest", s(&db), s(&dir.path().join("nope"))]);
-    assert_ne!(r.code, 0);
-    assert_eq!(graph_dump(&Store::open_read_only(&db).unwrap()), before);
+    let e = store.ingest(tree.join("app.py"), IngestOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("is not a directory") && e.kind() == ErrorKind::InvalidInput, "{e}");
+    assert!(store.ingest(dir.path().join("nope"), IngestOptions::default()).is_err());
+    assert_eq!(graph_dump(&store), before);
 }
 
 #[test]
@@ -326,13 +311,17 @@ fn ingest_then_project_gives_a_files_neighbourhood_with_signatures_and_sources()
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("proj");
     python_tree(&tree);
-    let db = dir.path().join("g.db");
-    ok(&["ingest", s(&db), s(&tree)]);
+    let mut store = Store::open(dir.path().join("g.db")).unwrap();
+    store.ingest(&tree, IngestOptions::default()).unwrap();
+    // The projection and its fragments as `dstore project --format json` prints them.
+    let project = |spec: ProjectionSpec| -> serde_json::Value {
+        let (projection, set) = store.project(&spec, &Cl100k, Some(8000)).unwrap();
+        serde_json::json!({"spec": projection.spec, "fragments": set.fragments, "covered": set.covered,
+            "total_tokens": set.total_tokens})
+    };
     // By default: the focus's outline, then the files it uses and that use
     // it, by their definitions' signatures.
-    let out =
-        ok(&["project", s(&db), "--focus", "project://app.py", "--fragments", "--budget", "8000", "--format", "json"]);
-    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let doc = project(ProjectionSpec::for_focus(["app.py"]).unwrap());
     let fragments = doc["fragments"].as_array().unwrap_or_else(|| panic!("no fragments: {doc}"));
     assert_eq!(fragments[0]["uko_node"], "project://app.py");
     assert_eq!(fragments[0]["content"], "[MODULE_GRAPH]: symbols=main,make");
@@ -343,22 +332,9 @@ fn ingest_then_project_gives_a_files_neighbourhood_with_signatures_and_sources()
     assert_eq!(doc["spec"]["direction"], "both");
     // The breadth-first walk, as before the relevance ranking: the file in
     // full, and what it uses with its signatures.
-    let out = ok(&[
-        "project",
-        s(&db),
-        "--focus",
-        "project://app.py",
-        "--ranking",
-        "distance",
-        "--direction",
-        "out",
-        "--fragments",
-        "--budget",
-        "8000",
-        "--format",
-        "json",
-    ]);
-    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let doc = project(
+        ProjectionSpec::ranked(["project://app.py"], Ranking::Distance).unwrap().with_direction(Direction::Outgoing),
+    );
     let fragments = doc["fragments"].as_array().unwrap_or_else(|| panic!("no fragments: {doc}"));
     let of = |uri: &str| fragments.iter().find(|f| f["uko_node"] == uri).unwrap_or_else(|| panic!("{uri}: {doc}"));
     // The file itself in full (which covers its own definitions), and what it

@@ -1,25 +1,21 @@
-//! The integration suites in one test binary: one build and one link
-//! instead of eight, and their tests run side by side on every core. The
-//! suites that run `dstore`, ingest or reach a server need the whole tool
-//! (the `cli` feature); the rest also run in the lean build
-//! (`cargo test --no-default-features`).
+//! The library's integration suites in one test binary: one build and one
+//! link instead of several, and their tests run side by side on every
+//! core. The suites that ingest or reach a server need those features of
+//! the library (the workspace's `cargo test` has them: the `dstore` crate
+//! enables them); the rest also run in the lean build (`cargo test -p
+//! decision-store`). The suites of the `dstore` command are in
+//! `dstore/tests/`.
 
-#[cfg(feature = "cli")]
+#[cfg(all(feature = "ingest", feature = "postgres"))]
 #[path = "../common/mod.rs"]
 mod common;
 
-#[cfg(feature = "cli")]
-mod cli;
 mod downstream;
-#[cfg(feature = "cli")]
+#[cfg(all(feature = "lang-typescript", feature = "lang-javascript", feature = "lang-go"))]
 mod ingest;
-#[cfg(feature = "cli")]
-mod integrity;
 mod reliability;
-#[cfg(feature = "cli")]
-mod review;
 mod roundtrip;
-#[cfg(feature = "cli")]
+#[cfg(feature = "ingest")]
 mod signals;
-#[cfg(feature = "cli")]
+#[cfg(all(feature = "ingest", feature = "postgres"))]
 mod writers;

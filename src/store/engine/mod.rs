@@ -1,12 +1,16 @@
 //! The engine floor: one connection, SQLite or PostgreSQL, behind the few
 //! calls the tables need, so each query is written once.
 //!
-//! This is the one place where the two engines differ: connections and
-//! their settings, transactions, statements, binding values, reading rows
-//! and mapping the drivers' errors to the crate's (keeping SQLite's result
-//! code and PostgreSQL's SQLSTATE). It imports nothing of the floors above
-//! it (`tables`, `workflows`, the `Store` API): only the crate's error and
-//! the drivers.
+//! Here the two engines' connections differ: their settings,
+//! transactions, statements, binding values, reading rows, mapping the
+//! drivers' errors to the crate's (keeping SQLite's result code and
+//! PostgreSQL's SQLSTATE), and what a server tells of itself (`server`).
+//! Where a query's text must differ (a row lock on the server, a form its
+//! planner runs faster), the `tables` and `workflows` floors keep both
+//! texts side by side and pick one by [`Dialect::pick`], and a few checks of
+//! `Conn::is_postgres` choose a server's batched path; the schemas differ in
+//! `migrations/`. It imports nothing of the floors above it (`tables`,
+//! `workflows`, the `Store` API): only the crate's error and the drivers.
 //!
 //! Queries are written in SQLite's dialect with numbered parameters (`?1`)
 //! and `IN rarray(?N)` for a list bound as one parameter. On PostgreSQL the
@@ -21,6 +25,7 @@
 mod borrowed;
 #[cfg(feature = "postgres")]
 mod postgres;
+pub(crate) mod server;
 pub(crate) mod sqlite;
 pub(crate) mod value;
 

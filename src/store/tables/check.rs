@@ -494,7 +494,7 @@ fn check_plans(conn: &Conn, problems: &mut Vec<Problem>) -> Result<()> {
         let (decisions, unreadable) = super::decisions::plan_rows_lenient(conn, &plan)?;
         for (id, e) in unreadable {
             let reason = match e {
-                crate::Error::Corrupt { reason, .. } => reason,
+                crate::error::Error::Corrupt { reason, .. } => reason,
                 e => e.to_string(),
             };
             problems.push(Problem::new(ProblemKind::Unreadable, Some(id.clone()), format!("{id}: {reason}")));

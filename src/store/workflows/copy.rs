@@ -9,7 +9,7 @@
 //!
 //! The source is read in one read transaction (one snapshot, however much
 //! is written to it meanwhile). The destination is written in transactions
-//! of at most [`BATCH`](super::import::BATCH) entries, nodes or edges each,
+//! of at most [`BATCH`](super::BATCH) entries, nodes or edges each,
 //! with the lock left free between two of them.
 
 use serde::Serialize;

@@ -27,8 +27,8 @@ use crate::ingest::history::{self, History, NoHistory, MAX_COMMIT_FILES, TAU};
 use crate::ingest::HistoryReport;
 use crate::store::engine::Conn;
 use crate::store::tables::{graph, history as table};
-use crate::store::workflows::import::MAX_HOLD;
 use crate::store::workflows::ingest::BOUND;
+use crate::store::workflows::MAX_HOLD;
 
 /// How far the clock may run ahead of the weights' base, in units of
 /// [`TAU`], before the base moves on and every weight is scaled down

@@ -36,6 +36,7 @@ use crate::store::tables::decisions::{get_in, insert_prepared, link_supersession
 use crate::store::tables::graph;
 use crate::store::tables::ledger::{Ledger, Recent};
 use crate::store::tables::rows::PreparedRow;
+use crate::store::workflows::{BATCH, FIRST_LOAD_BATCH, FIRST_LOAD_HOLD, MAX_HOLD};
 use crate::uko::{UkoEdge, UkoNode};
 
 /// When an import commits.
@@ -53,16 +54,6 @@ pub enum Commit {
     Atomic,
 }
 
-/// The most records a [`Commit::Bounded`] transaction holds.
-pub const BATCH: usize = 4096;
-/// How long a [`Commit::Bounded`] transaction holds the lock at most
-/// (give or take the [`RUN`] of records it is writing when the time is up).
-pub const MAX_HOLD: Duration = Duration::from_millis(25);
-/// [`BATCH`] and [`MAX_HOLD`] of a first load into an empty file that no
-/// other connection has open (see `engine::Bulk`): each of its commits
-/// syncs the file, and there is no other writer to wait for it.
-pub(crate) const FIRST_LOAD_BATCH: usize = 65_536;
-pub(crate) const FIRST_LOAD_HOLD: Duration = Duration::from_millis(500);
 /// Records written between two looks at the clock: on PostgreSQL a run
 /// is also what one look ahead and one COPY cover (see `Inserter`), and
 /// a longer one costs fewer round trips.

@@ -47,7 +47,7 @@ use crate::ingest::walk::{parse_all, walk, Found};
 use crate::ingest::{FileGraph, IngestOptions, IngestReport, Root, SkippedFile};
 use crate::store::engine::{Conn, WriteTx, NUL_REASON};
 use crate::store::tables::{graph, lexical as terms_table, references};
-use crate::store::workflows::import::{FIRST_LOAD_BATCH, FIRST_LOAD_HOLD, MAX_HOLD};
+use crate::store::workflows::{FIRST_LOAD_BATCH, FIRST_LOAD_HOLD, MAX_HOLD};
 use crate::uko::NodeKey;
 
 /// The most rows (nodes, views, references, edges) one transaction writes.

@@ -1,0 +1,11 @@
+//! Numbers as the command and the web view show them to a person.
+
+/// A figure to three decimals, or `-`.
+pub fn figure(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), |x| format!("{x:.3}"))
+}
+
+/// A confidence score, or `-`.
+pub fn confidence(c: Option<f64>) -> String {
+    c.map_or_else(|| "-".into(), |c| format!("{c:.2}"))
+}

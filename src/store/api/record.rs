@@ -1,0 +1,57 @@
+//! A decision as an agent asks to record it (MCP's `record_decision`): the
+//! fields it names, with the store filling in the rest.
+
+use serde_json::{Map, Value};
+
+use crate::decision::{Decision, DecisionId, DecisionType, PlanId};
+use crate::error::{Error, Result};
+use crate::store::{Placement, Store};
+
+impl Store {
+    /// The decision that `fields` (a decision in the interchange format,
+    /// without `decision_id` and `is_correction`) ask to record, and where
+    /// it goes in its plan:
+    ///
+    /// - a new `decision_id`; `is_correction` when `corrects_decision_id` is given;
+    /// - no `plan_id` (or null): a new plan, which only a `prompt_definition` starts;
+    /// - no `sequence` (or null): the plan's next, read inside the write
+    ///   ([`Placement::Next`]); a given one is kept ([`Placement::AsGiven`]);
+    /// - `observed` (node URIs or relative file paths, as
+    ///   [`Store::resolve_focus`] takes them): its `context_snapshot` records
+    ///   their current versions.
+    ///
+    /// Reads the graph only; the caller inserts the decision
+    /// ([`Store::insert_each`], or [`Store::insert_next`] for `Next`).
+    ///
+    /// # Errors
+    /// [`Error::Validation`] naming the field at fault (`plan_id` for a
+    /// new plan that does not start with a `prompt_definition`, `observed`
+    /// for an entry that names no node), or the decoding error of a field.
+    pub fn prepare_record(&self, mut fields: Map<String, Value>, observed: &[String]) -> Result<(Decision, Placement)> {
+        let given = |fields: &Map<String, Value>, key: &str| fields.get(key).is_some_and(|v| !v.is_null());
+        let new_plan = !given(&fields, "plan_id");
+        let placement = if given(&fields, "sequence") { Placement::AsGiven } else { Placement::Next };
+        let corrects = given(&fields, "corrects_decision_id");
+        if new_plan {
+            fields.insert("plan_id".into(), PlanId::generate().to_string().into());
+        }
+        if placement == Placement::Next {
+            fields.insert("sequence".into(), 0.into());
+        }
+        fields.insert("decision_id".into(), DecisionId::generate().to_string().into());
+        fields.insert("is_correction".into(), corrects.into());
+        let decision = Decision::from_json_value(Value::Object(fields))?;
+        if new_plan && decision.decision_type() != DecisionType::PromptDefinition {
+            return Err(Error::validation(
+                "plan_id",
+                "is required unless the decision starts a new plan, which a prompt_definition does",
+            ));
+        }
+        if observed.is_empty() {
+            return Ok((decision, placement));
+        }
+        let uris = self.resolve_focus("observed", observed)?;
+        let snapshot = self.snapshot_of(&uris)?;
+        Ok((decision.to_builder().context_snapshot(snapshot).build()?, placement))
+    }
+}
