@@ -11,4 +11,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export DSTORE_WRITERS_LINES=${DSTORE_WRITERS_LINES:-700000}
 export DSTORE_WRITERS_DECISIONS=${DSTORE_WRITERS_DECISIONS:-1000000}
+export DSTORE_WRITERS_EVERY_MS=${DSTORE_WRITERS_EVERY_MS:-10}
 scripts/pg-test-server cargo test --release --locked --quiet --test it -- --nocapture writers::three_writers
