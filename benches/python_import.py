@@ -8,7 +8,7 @@
 
 Usage (after `pip install ./python pydantic`):
     python benches/python_import.py [DECISIONS.jsonl]
-(by default the bench workload, target/bench-data/v1/decisions.jsonl, which
+(by default the bench workload, target/bench-data/v2/decisions.jsonl, which
 `cargo bench --bench store` or `target/release/examples/floor gen` writes).
 Supersession links are left out of all three: insert_many, like a Python
 agent, stores each decision once and links them with supersede().
@@ -110,7 +110,7 @@ def timed(f) -> float:
 
 
 def main() -> None:
-    source = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/bench-data/v1/decisions.jsonl")
+    source = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/bench-data/v2/decisions.jsonl")
     with open(source) as f:
         rows = [json.loads(line) for line in f if line.strip()]
     for row in rows:

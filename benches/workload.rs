@@ -231,7 +231,8 @@ pub fn write_decisions(path: &Path, plans: usize, per_plan: usize, resources: &[
             }));
         }
         for i in 1..per_plan.saturating_sub(1) {
-            if rng.unit() < 0.03 {
+            // A decision is overturned once: a corrected one is never also superseded.
+            if rng.unit() < 0.03 && !corrected[i] {
                 let j = (i + 1 + rng.below(50)).min(per_plan - 1);
                 ds[i]["superseded_by"] = ds[j]["decision_id"].clone();
             }
@@ -381,7 +382,8 @@ pub fn standard() -> Files {
             .collect();
         return f;
     }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/v1");
+    // v2: the plan model's rules (a corrected decision is never also superseded).
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/v2");
     std::fs::create_dir_all(&dir).unwrap();
     let mut f = files(&dir);
     let done = dir.join("done.json");

@@ -2,6 +2,9 @@ Feature: Decision repository on a SQLite file
   Every scenario writes to its own temp-file store, closes it, and opens
   the file again before it reads anything back.
 
+  A plan keeps its model at every write: one root, its prompt_definition;
+  a correction or supersession overturns the decision that stands now.
+
   The history plan used below is:
     R  prompt_definition, sequence 0, the root
     A  strategy_choice, sequence 1, under R
@@ -34,11 +37,11 @@ Feature: Decision repository on a SQLite file
 
   Scenario: Supersession is recorded once and survives reopening
     Given a stored history plan
-    When A2 is superseded by C
+    When A3 is superseded by C
     And I reopen the store
-    Then A2 reads back superseded by C
-    And recording that A2 is superseded by C again changes nothing
-    And superseding A2 by R is refused with "already superseded"
+    Then A3 reads back superseded by C
+    And recording that A3 is superseded by C again changes nothing
+    And superseding A3 by R is refused with "already superseded"
 
   Scenario: The effective decisions are those nothing corrects or supersedes
     Given a stored history plan
@@ -68,6 +71,12 @@ Feature: Decision repository on a SQLite file
       | update a decision row with SQL                           | append-only                        |
       | delete a decision row with SQL                           | append-only                        |
       | delete a supersession row with SQL                       | append-only                        |
+      | correct A2, which A3 corrected                           | correct the decision that stands now, A3 |
+      | correct B, which C superseded                            | correct the decision that stands now, C |
+      | supersede A2, which A3 corrected                         | supersede the decision that stands now, A3 |
+      | insert a second prompt_definition as a root of the plan  | has its prompt_definition already  |
+      | insert a strategy_choice without a parent into the plan  | parent_decision_id: is required    |
+      | insert a strategy_choice without a parent into a new plan | invalid plan_id: no plan          |
 
   Scenario: A batch is stored whole or not at all
     Given a stored history plan

@@ -213,6 +213,13 @@ pub enum Error {
     #[error("unknown UKO node {0}")]
     UnknownNode(String),
 
+    /// A question about the graph (what is stale) of a store whose graph is
+    /// empty, while its decisions recorded resources of one.
+    #[error(
+        "nothing to compare with: the graph is empty, and the decisions recorded {resources} resources (ingest or import-graph first)"
+    )]
+    EmptyGraph { resources: u64 },
+
     /// One item of a batch failed; nothing of the batch was written.
     #[error("item {index}: {error}")]
     Batch { index: usize, error: Box<Error> },
@@ -294,6 +301,7 @@ impl Error {
             | Error::AlreadySuperseded { .. }
             | Error::Cycle(_)
             | Error::UnknownNode(_)
+            | Error::EmptyGraph { .. }
             | Error::Json(_) => ErrorKind::InvalidInput,
             Error::NotCreated { .. }
             | Error::NotSqlite { .. }

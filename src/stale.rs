@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use serde::Serialize;
 
 use crate::decision::{DecisionId, DecisionType, PlanId};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::Store;
 
 /// What [`Store::stale`] looks at.
@@ -196,8 +196,9 @@ impl Store {
     /// ```
     ///
     /// # Errors
-    /// [`crate::Error::PlanNotFound`] for a plan with no decisions,
-    /// [`crate::Error::Storage`] when rows cannot be read.
+    /// [`Error::EmptyGraph`] when the graph is empty while decisions recorded
+    /// resources of it (nothing to compare with); [`Error::PlanNotFound`] for a
+    /// plan with no decisions; [`Error::Storage`] when rows cannot be read.
     pub fn stale(&self, options: StaleOptions) -> Result<StaleReport> {
         self.read_snapshot(|store| store.stale_in_snapshot(options))
     }
@@ -255,8 +256,12 @@ impl Store {
                 }
             }
         }
-        report.at_risk = self.at_risk(&mut index, &report.stale, options.all)?;
         report.graph_nodes = self.graph_counts()?.nodes;
+        if report.graph_nodes == 0 && report.checked_resources > 0 {
+            // Every recorded resource would be "gone": that says nothing.
+            return Err(Error::EmptyGraph { resources: report.checked_resources });
+        }
+        report.at_risk = self.at_risk(&mut index, &report.stale, options.all)?;
         Ok(report)
     }
 

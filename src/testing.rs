@@ -274,9 +274,11 @@ fn build_plan(
 ) -> Vec<Decision> {
     let n = shape.len();
     let ids: Vec<DecisionId> = (0..n).map(|i| DecisionId::from_u128(base.wrapping_add(i as u128))).collect();
-    // Later decisions supersede earlier ones; each at most once.
+    // Later decisions supersede earlier ones; each at most once. A
+    // decision is corrected or superseded only while it stands (the plan
+    // model's rule), so each chain has one standing decision.
     let mut superseded_by: Vec<Option<DecisionId>> = vec![None; n];
-    let mut corrected = vec![false; n];
+    let mut overturned = vec![false; n];
     let mut out = Vec::with_capacity(n);
     for (i, ((pick, pick2, roll, t), c)) in shape.iter().zip(contents).enumerate() {
         let mut b;
@@ -287,12 +289,13 @@ fn build_plan(
             let parent = (*pick as usize) % i;
             b = Decision::builder(plan, t, i as u32).parent(ids[parent]);
             let target = 1 + (*pick2 as usize) % i.max(1);
-            if *roll < 15 && target < i && !corrected[target] {
-                corrected[target] = true;
+            if *roll < 15 && target < i && !overturned[target] {
+                overturned[target] = true;
                 b = b.corrects(ids[target]);
             } else if *roll >= 90 {
                 let old = (*pick2 as usize) % i;
-                if superseded_by[old].is_none() {
+                if !overturned[old] {
+                    overturned[old] = true;
                     superseded_by[old] = Some(ids[i]);
                 }
             }

@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use clap::Args;
 
 use crate::app::errors::{CmdResult, Failure};
-use crate::app::form::query_of;
+use crate::app::form::{self, query_of};
 use crate::app::stores::{close_outside_runtime, runtime, Stores};
 use crate::{mcp, web};
 
@@ -43,6 +43,10 @@ pub struct ServeArgs {
     /// Serve the web view alone, without the MCP endpoint.
     #[arg(long)]
     ui_only: bool,
+    /// Print the web view's link with the token in it (by default the token
+    /// is left out: a log that keeps stderr would keep it).
+    #[arg(long)]
+    show_token: bool,
 }
 
 /// `dstore ui`: the web view of a store opened read-only, nothing else.
@@ -57,11 +61,21 @@ pub struct UiArgs {
     /// once as `?token=`, after which the browser keeps it in a cookie); or set DSTORE_TOKEN.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// Print the link with the token in it (by default the token is left out).
+    #[arg(long)]
+    show_token: bool,
 }
 
 impl From<UiArgs> for ServeArgs {
     fn from(a: UiArgs) -> Self {
-        ServeArgs { store: a.store, listen: a.listen, token_file: a.token_file, read_only: true, ui_only: true }
+        ServeArgs {
+            store: a.store,
+            listen: a.listen,
+            token_file: a.token_file,
+            read_only: true,
+            ui_only: true,
+            show_token: a.show_token,
+        }
     }
 }
 
@@ -76,9 +90,17 @@ fn token(a: &ServeArgs) -> Result<Option<String>, Failure> {
         },
     };
     let token = text.trim();
+    let from = || a.token_file.as_ref().map_or("DSTORE_TOKEN".to_owned(), |f| format!("--token-file {}", f.display()));
     if token.is_empty() {
-        let from = a.token_file.as_ref().map_or("DSTORE_TOKEN".to_owned(), |f| format!("--token-file {}", f.display()));
-        return Err(Failure::usage(format!("{from}: the token is empty")));
+        return Err(Failure::usage(format!("{}: the token is empty", from())));
+    }
+    // What a cookie value may hold (RFC 6265's cookie-octet): a browser keeps the token in one.
+    if let Some(c) = token.chars().find(|&c| !c.is_ascii_graphic() || matches!(c, '"' | ',' | ';' | '\\')) {
+        return Err(Failure::usage(format!(
+            "{}: the token holds {c:?}, which a browser's cookie cannot keep; use letters, digits and \
+             -._~+/= (`openssl rand -base64 32` makes one)",
+            from()
+        )));
     }
     Ok(Some(token.to_owned()))
 }
@@ -114,7 +136,9 @@ pub fn serve(a: &ServeArgs) -> CmdResult {
         let gate = Gate { token: token.clone(), loopback_hosts: addr.ip().is_loopback() };
         let app = app.layer(axum::middleware::from_fn_with_state(Arc::new(gate), guard));
         let web = match &token {
-            Some(t) => format!("http://{bound}/?token={t}"),
+            Some(t) if a.show_token => format!("http://{bound}/?token={}", form::encode(t)),
+            // A log that keeps stderr must not keep the token.
+            Some(_) => format!("http://{bound}/?token=<the token> (--show-token prints it here)"),
             None => format!("http://{bound}/"),
         };
         let command = if a.ui_only && a.read_only { "ui" } else { "serve" };

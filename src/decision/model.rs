@@ -397,9 +397,59 @@ pub(crate) fn field_error(e: serde_path_to_error::Error<serde_json::Error>) -> E
     } else {
         // The position is that of the text being decoded; callers name the line.
         let message = inner.to_string();
-        let message = message.rfind(" at line ").map_or(message.as_str(), |i| &message[..i]).to_owned();
-        Error::validation(path, message)
+        let message = message.rfind(" at line ").map_or(message.as_str(), |i| &message[..i]);
+        Error::validation(path, in_words(message))
     }
+}
+
+/// A decoder's message in the words of the interchange format rather than
+/// Rust's: "\"high\" is text; it must be a number", not "invalid type:
+/// string \"high\", expected f64".
+pub(crate) fn in_words(message: &str) -> String {
+    let kind = |expected: &str| -> String {
+        let e = expected.trim().trim_matches('`');
+        match e {
+            "f64" | "f32" => "a number".into(),
+            "u32" => "a whole number from 0 to 4294967295".into(),
+            "u64" | "usize" => "a whole number of 0 or more".into(),
+            "i64" | "i32" => "a whole number".into(),
+            "a string" | "string" => "text (a JSON string)".into(),
+            "a boolean" | "bool" => "true or false".into(),
+            "a sequence" => "a list (a JSON array)".into(),
+            "a map" => "an object (a JSON object)".into(),
+            other => other.to_owned(),
+        }
+    };
+    let names = |list: &str| list.replace('`', "");
+    if let Some(rest) = message.strip_prefix("unknown variant ") {
+        if let Some((value, expected)) = rest.split_once(", expected one of ") {
+            return format!("\"{}\" is not one of {}", value.trim_matches('`'), names(expected));
+        }
+        if let Some((value, expected)) = rest.split_once(", expected ") {
+            return format!("\"{}\" is not {}", value.trim_matches('`'), names(expected));
+        }
+    }
+    if let Some(rest) = message.strip_prefix("unknown field ") {
+        if let Some((field, expected)) = rest.split_once(", expected one of ") {
+            return format!("{} is not a field here (the fields are {})", field.trim_matches('`'), names(expected));
+        }
+    }
+    if let Some(rest) = message.strip_prefix("missing field ") {
+        return format!("{} is required", rest.trim_matches('`'));
+    }
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            if let Some((found, expected)) = rest.rsplit_once(", expected ") {
+                let found = found
+                    .replace("string ", "text ")
+                    .replace("integer `", "")
+                    .replace("floating point `", "")
+                    .replace('`', "");
+                return format!("{found} is not {}", kind(expected));
+            }
+        }
+    }
+    message.to_owned()
 }
 
 /// Decodes a builder tracking the path, so that an error names the field.
@@ -410,7 +460,7 @@ where
 {
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let path = e.path().to_string();
-        let reason = e.into_inner().to_string();
+        let reason = in_words(&e.into_inner().to_string());
         Error::validation(if path == "." { "decision".to_owned() } else { path }, reason)
     })
 }
@@ -484,7 +534,7 @@ impl Decision {
         }
         if let Some(c) = self.confidence_score {
             if !c.is_finite() || !(0.0..=1.0).contains(&c) {
-                return Err(Error::validation("confidence_score", format!("{c} is outside 0.0..=1.0")));
+                return Err(Error::validation("confidence_score", format!("{c} is not between 0 and 1")));
             }
         }
         match (self.is_correction, self.corrects_decision_id) {
@@ -723,6 +773,26 @@ impl Decision {
     pub fn metadata(&self) -> &Map<String, Value> {
         static NONE: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
         self.details.as_ref().map_or_else(|| NONE.get_or_init(Map::new), |d| &d.metadata)
+    }
+}
+
+#[cfg(test)]
+mod words_tests {
+    use super::in_words;
+
+    #[test]
+    fn decoders_speak_the_formats_words() {
+        assert_eq!(in_words("invalid type: string \"high\", expected f64"), "text \"high\" is not a number");
+        assert_eq!(
+            in_words("invalid value: integer `-1`, expected u32"),
+            "-1 is not a whole number from 0 to 4294967295"
+        );
+        assert_eq!(
+            in_words("unknown variant `strategy`, expected one of `prompt_definition`, `strategy_choice`"),
+            "\"strategy\" is not one of prompt_definition, strategy_choice"
+        );
+        assert_eq!(in_words("missing field `plan_id`"), "plan_id is required");
+        assert_eq!(in_words("something else"), "something else");
     }
 }
 

@@ -27,7 +27,9 @@ use crate::projection::{ContextFragment, TokenCounter};
 pub struct InheritanceConfig {
     /// Share of the child's budget given to the parent's skeleton.
     pub skeleton_ratio: f64,
-    /// No skeleton when its share of the budget is below this many tokens.
+    /// The least a skeleton is worth: its share of the budget is raised to
+    /// this when that is at most a quarter of the budget, and there is no
+    /// skeleton when the share stays below it.
     pub min_skeleton_tokens: usize,
     /// Extra detail depth per level down the plan tree.
     pub depth_delta: u32,
@@ -329,7 +331,11 @@ impl PlanContextInheritance {
         let request =
             ContextRequest::new(child_focus.to_vec(), breadth, parent.detail_depth + depth_delta, true, budget);
 
-        let skeleton_budget = (budget as f64 * self.config.skeleton_ratio).floor() as usize;
+        // The skeleton's share of the budget, raised to the least a skeleton
+        // is worth when that is at most a quarter of the budget: a small
+        // budget still inherits a small skeleton, and never more than a quarter.
+        let share = (budget as f64 * self.config.skeleton_ratio).floor() as usize;
+        let skeleton_budget = share.max(self.config.min_skeleton_tokens.min(budget / 4));
         let skeleton = if skeleton_budget < self.config.min_skeleton_tokens || parent.fragments.is_empty() {
             Vec::new()
         } else {

@@ -628,23 +628,26 @@ impl DepthBreadthProjector {
         let mut fragments = Vec::with_capacity(records.len());
         // Whether each fragment shows its node's deepest view.
         let mut whole = Vec::with_capacity(records.len());
-        for ((node, rec), score) in projection.nodes.iter().zip(records).zip(rank) {
+        for ((node, rec), score) in projection.nodes.iter().zip(&records).zip(rank) {
             let view = rec.views.iter().filter(|v| v.depth <= node.resolved_depth).max_by_key(|v| v.depth);
             whole.push(view.is_some_and(|v| rec.views.iter().all(|w| w.depth <= v.depth)));
             let content = view.map(|v| v.content.clone()).unwrap_or_default();
             let tokens = counter.count(&content);
-            let mut f = ContextFragment::new(rec.uri, content, tokens, node.resolved_depth)
-                .with_domain(rec.domain)
+            let mut f = ContextFragment::new(rec.uri.clone(), content, tokens, node.resolved_depth)
+                .with_domain(rec.domain.clone())
                 .with_score(score)
                 .with_metadata("projected", Value::Bool(true))
                 .with_metadata("distance", Value::from(node.distance));
             if !projection.cut.is_empty() {
                 f = f.with_metadata("fan_out_capped", Value::Bool(true));
             }
-            if let Some(resource) = rec.resource_uri {
-                f = f.with_resource_uri(resource);
+            if let Some(resource) = &rec.resource_uri {
+                f = f.with_resource_uri(resource.clone());
             }
             fragments.push(f);
+        }
+        if let Some(budget) = budget {
+            fit_focus(&mut fragments, &mut whole, &records, counter, budget)?;
         }
         let mut set = FragmentSet { fragments, dropped: Vec::new(), covered: Vec::new(), total_tokens: 0 };
         if let Some(budget) = budget {
@@ -719,6 +722,53 @@ fn personalized_rank(keys: &[NodeKey], focus: usize, met: &[(NodeKey, NodeKey)])
 /// the second of any, and at each turn nearest first, then higher score. A
 /// fragment whose resource is kept whole (its own node's fragment at its
 /// deepest view, `whole`) costs nothing new and is left out as covered.
+/// The error of a budget that cannot hold the focus even at its shortest:
+/// an answer without the focus would be no answer.
+pub(crate) fn budget_too_small(budget: usize, focus: &str, needed: usize) -> Error {
+    Error::validation(
+        "budget",
+        format!(
+            "{budget} token{} cannot hold the focus {focus}, which takes {needed} at its shortest; give more",
+            if budget == 1 { "" } else { "s" }
+        ),
+    )
+}
+
+/// The focus comes first within a budget: a focus fragment too large for
+/// it (together with the focus before it) shows the deepest view of its
+/// node that fits instead, down to its name; when not even that fits, the
+/// budget is too small ([`budget_too_small`]).
+fn fit_focus(
+    fragments: &mut [ContextFragment],
+    whole: &mut [bool],
+    records: &[crate::uko::NodeRecord],
+    counter: &dyn TokenCounter,
+    budget: usize,
+) -> Result<()> {
+    let mut used = 0;
+    for (i, f) in fragments.iter_mut().enumerate() {
+        if f.metadata.get("distance").and_then(Value::as_u64) != Some(0) {
+            continue;
+        }
+        if used + f.tokens > budget {
+            let rec = &records[i];
+            let mut views: Vec<&crate::uko::NodeView> = rec.views.iter().filter(|v| v.depth < f.detail_depth).collect();
+            views.sort_by_key(|v| std::cmp::Reverse(v.depth));
+            let fits = views.into_iter().map(|v| (v, counter.count(&v.content))).find(|(_, t)| used + t <= budget);
+            let Some((view, tokens)) = fits else {
+                let shortest = rec.views.iter().map(|v| counter.count(&v.content)).min().unwrap_or(f.tokens);
+                return Err(budget_too_small(budget, &f.uko_node, used + shortest));
+            };
+            f.content = view.content.clone();
+            f.tokens = tokens;
+            f.detail_depth = view.depth;
+            whole[i] = false;
+        }
+        used += f.tokens;
+    }
+    Ok(())
+}
+
 fn apply_budget(fragments: Vec<ContextFragment>, whole: &[bool], budget: usize) -> FragmentSet {
     let distance = |f: &ContextFragment| f.metadata.get("distance").and_then(Value::as_u64).unwrap_or(u64::MAX);
     let mut by_relevance: Vec<usize> = (0..fragments.len()).collect();

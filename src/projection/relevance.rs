@@ -414,8 +414,9 @@ pub(super) fn project(
             view = r.views.iter().find(|v| v.depth == 0).cloned().unwrap_or_else(none);
             tokens = counter.count(&view.content);
         }
-        if budget.is_some_and(|b| used + tokens > b) {
-            continue;
+        if let Some(b) = budget.filter(|b| used + tokens > *b) {
+            // The focus comes first: a budget that cannot hold even its name says so.
+            return Err(super::budget_too_small(b, &r.uri, used + tokens));
         }
         used += tokens;
         nodes.push(ProjectedNode::new(r.uri.clone(), 0, view.depth));

@@ -84,6 +84,7 @@ pub(crate) mod workflows;
 
 use std::path::Path;
 
+use crate::decision::{Decision, DecisionId};
 use crate::error::{Error, Location, Result};
 use engine::{Conn, WriteTx};
 use tables::ledger::{LastEntry, Ledger};
@@ -91,7 +92,7 @@ use tables::ledger::{LastEntry, Ledger};
 pub use engine::server::{Replication, StandbyState};
 pub use schema::supported_schema_version;
 pub use tables::check::{Problem, ProblemKind};
-pub use tables::decisions::{DecisionCounts, Digest, PlanSummary, PlanTypeCounts};
+pub use tables::decisions::{DecisionCounts, Digest, PlanSummary, PlanTypeCounts, GOAL_CHARS};
 pub use tables::graph::{GraphCounts, Neighbour};
 pub use tables::integrity::{Anchor, AnchorScope};
 pub use tables::rows::PreparedDecision;
@@ -108,6 +109,23 @@ pub enum Placement {
     AsGiven,
     /// At its plan's next sequence, read inside the write ([`Store::insert_next`]).
     Next,
+}
+
+/// A decision for [`Store::insert_each`]: where it goes in its plan, and
+/// the stored decision it replaces, if any: the decision and the
+/// supersession link are stored together or not at all.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Insertion {
+    pub decision: Decision,
+    pub placement: Placement,
+    /// A decision of the same plan that this one supersedes.
+    pub supersedes: Option<DecisionId>,
+}
+
+impl From<(Decision, Placement)> for Insertion {
+    fn from((decision, placement): (Decision, Placement)) -> Self {
+        Insertion { decision, placement, supersedes: None }
+    }
 }
 
 /// A decision store on one connection: a SQLite file, or a PostgreSQL database.

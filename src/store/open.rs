@@ -47,7 +47,11 @@ fn inspect(path: &Path) -> Result<FileState> {
             format!("{}: is a directory, not a store file", path.display()),
         )));
     }
-    if meta.len() == 0 {
+    // A new file's first commits may sit in its write-ahead log alone (a
+    // writer killed before any checkpoint): the store is there all the same.
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    if meta.len() == 0 && fs::metadata(&wal).map_or(true, |w| w.len() == 0) {
         return Ok(FileState::Empty);
     }
     Ok(FileState::Present)
@@ -96,9 +100,19 @@ impl Store {
             FileState::Missing | FileState::Empty => return Err(Error::NotCreated { path: path.to_owned() }),
             FileState::Present => {}
         }
-        let conn = sqlite::open(path, true, &integrity::FUNCTIONS)?;
-        let store = Store::new(Conn::Sqlite(conn), Location::File(path.to_owned()), true);
-        let Some(found) = store.identify()? else {
+        let open = || -> Result<(Store, Option<i64>)> {
+            let conn = sqlite::open(path, true, &integrity::FUNCTIONS)?;
+            let store = Store::new(Conn::Sqlite(conn), Location::File(path.to_owned()), true);
+            let found = store.identify()?;
+            Ok((store, found))
+        };
+        let (store, found) = match open() {
+            // A writer killed in the middle of a write left its journal: roll it
+            // back where the file may be written, as `sqlite3` would, and read on.
+            Err(e) if sqlite::is_rollback_pending(&e) && sqlite::recover_journal(path)? => open()?,
+            other => other?,
+        };
+        let Some(found) = found else {
             return Err(Error::NotCreated { path: path.to_owned() });
         };
         let supported = supported_schema_version();

@@ -4,6 +4,7 @@
 /// own, in order, sequences assigned inside the write, nothing of a refused
 /// item left behind, and the log whole afterwards.
 pub fn a_group_commit_stores_each_decision_or_says_why_not(store: &mut decision_store::Store) {
+    use decision_store::store::Insertion;
     use decision_store::store::Placement::{AsGiven, Next};
     use decision_store::{Decision, DecisionId, DecisionType, Error, PlanId};
 
@@ -25,7 +26,7 @@ pub fn a_group_commit_stores_each_decision_or_says_why_not(store: &mut decision_
     // A child of a refused item is refused too.
     let orphans_child =
         Decision::builder(plan, DecisionType::ToolInvocation, 0).parent(orphan.decision_id()).build().unwrap();
-    let items = vec![
+    let items: Vec<Insertion> = vec![
         (root.clone(), Next),
         (a.clone(), Next),
         (orphan, Next),
@@ -35,7 +36,10 @@ pub fn a_group_commit_stores_each_decision_or_says_why_not(store: &mut decision_
         (taken_seven, AsGiven),
         (orphans_child, Next),
         (c.clone(), Next),
-    ];
+    ]
+    .into_iter()
+    .map(Insertion::from)
+    .collect();
     let outcomes = store.insert_each(&items).unwrap();
     assert_eq!(outcomes.len(), items.len());
     let sequence = |i: usize| outcomes[i].as_ref().map(|d| d.sequence()).unwrap_or_else(|e| panic!("item {i}: {e}"));
@@ -56,9 +60,22 @@ pub fn a_group_commit_stores_each_decision_or_says_why_not(store: &mut decision_
     assert_eq!(store.check().unwrap(), []);
     // The next group continues the chain and the sequences.
     let d = child("d");
-    let more = store.insert_each(&[(d.clone(), Next)]).unwrap();
+    let more = store.insert_each(&[(d.clone(), Next).into()]).unwrap();
     assert_eq!(more[0].as_ref().unwrap().sequence(), 10);
     assert_eq!(store.plans().unwrap().iter().find(|p| p.plan_id == plan).unwrap().decisions, 6);
     assert_eq!(store.check().unwrap(), []);
     assert!(store.insert_each(&[]).unwrap().is_empty());
+    // A decision that replaces another is stored with its link, or not at all.
+    let e = child("e");
+    let replaced =
+        store.insert_each(&[Insertion { decision: e.clone(), placement: Next, supersedes: Some(c.decision_id()) }]);
+    assert_eq!(replaced.unwrap()[0].as_ref().unwrap().sequence(), 11);
+    assert_eq!(store.decision(c.decision_id()).unwrap().superseded_by(), Some(e.decision_id()));
+    let f = child("f");
+    let again = store
+        .insert_each(&[Insertion { decision: f.clone(), placement: Next, supersedes: Some(c.decision_id()) }])
+        .unwrap();
+    assert!(matches!(&again[0], Err(Error::AlreadySuperseded { .. })), "{:?}", again[0]);
+    assert!(store.get(f.decision_id()).unwrap().is_none(), "a refused replacement stores nothing");
+    assert_eq!(store.check().unwrap(), []);
 }

@@ -112,6 +112,29 @@ fn child(role: &str, target: &str, input: &Path, output: &Path) -> Child {
         .unwrap()
 }
 
+/// The inserter, stopped when the test ends however it ends: a failed
+/// assertion must not leave it inserting forever.
+struct Inserter {
+    child: Option<Child>,
+    stop: PathBuf,
+}
+
+impl Inserter {
+    fn stop(mut self) {
+        std::fs::write(&self.stop, "").unwrap();
+        wait_ok(self.child.take().expect("stopped once"), "insert");
+    }
+}
+
+impl Drop for Inserter {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 fn wait_ok(mut child: Child, what: &str) {
     let status = child.wait().unwrap();
     assert!(status.success(), "the {what} process failed: {status}");
@@ -154,7 +177,7 @@ fn three_writers(target: &str, backend: &str) {
     let work = tempfile::tempdir().unwrap();
     let out = |name: &str| work.path().join(name);
     let stop = out("stop");
-    let inserter = child("insert", target, &stop, &out("waits"));
+    let inserter = Inserter { child: Some(child("insert", target, &stop, &out("waits"))), stop: stop.clone() };
     // The inserter is inserting before the others start.
     let deadline = Instant::now() + Duration::from_secs(60);
     while !out("waits.ready").exists() {
@@ -167,8 +190,7 @@ fn three_writers(target: &str, backend: &str) {
     wait_ok(ingester, "ingest");
     wait_ok(importer, "import");
     let end = now_us();
-    std::fs::write(&stop, "").unwrap();
-    wait_ok(inserter, "insert");
+    inserter.stop();
 
     let read = |name: &str| std::fs::read_to_string(out(name)).unwrap();
     let ingest: Vec<u64> = read("ingest").split(' ').map(|v| v.parse().unwrap()).collect();

@@ -162,8 +162,13 @@ async def test_what_agents_record_appears_on_an_open_plan(store, serve, browser)
 
 async def test_a_request_without_the_token_is_refused(demo, serve, browser, tmp_path):
     secret = tmp_path / "token"
-    secret.write_text("browser-token")
-    server = serve(demo, "--token-file", secret)
+    # base64's own characters: the printed link must carry them encoded.
+    secret.write_text("browser+token/x==")
+    # By default the token stays out of what a log would keep.
+    hidden = serve(demo, "--token-file", secret)
+    assert "browser" not in hidden.web and "?token=<the" in hidden.web
+    server = serve(demo, "--token-file", secret, "--show-token")
+    assert "browser%2Btoken%2Fx%3D%3D" in server.web
     bare = server.web.split("?")[0]
     browser.get(bare)
     assert "a bearer token is required" in browser.page_source

@@ -84,6 +84,13 @@ async def test_a_token_is_required_when_set(demo, serve, tmp_path):
     assert post(by_env.url, init, {"Authorization": "Bearer from-env"}).status_code == 200
 
 
+def test_a_token_a_cookie_cannot_keep_is_refused_at_start(demo, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text("semi;colon")
+    done = run("serve", demo, "--listen", "127.0.0.1:0", "--token-file", token_file, check=False)
+    assert done.returncode == 2 and "cookie" in done.stderr and "';'" in done.stderr, done.stderr
+
+
 def test_listening_beyond_loopback_needs_a_token(demo, tmp_path):
     done = subprocess.run([binary(), "serve", str(demo), "--listen", "0.0.0.0:0"],
                           capture_output=True, text=True, timeout=60, env={k: v for k, v in os.environ.items()

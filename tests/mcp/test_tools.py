@@ -5,7 +5,7 @@ import json
 import pytest
 from mcp import MCPError
 
-from conftest import decision_count, graph_uris, refusal, run, session_over, structured
+from conftest import ROOT, decision_count, graph_uris, refusal, run, session_over, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -92,7 +92,8 @@ async def test_a_plan_recorded_corrected_superseded_and_read_back(transport, dem
 
         plans = structured(await s.call_tool("list_plans", {"limit": 500}))
         mine = [p for p in plans["plans"] if p["plan_id"] == plan]
-        assert mine == [{"plan_id": plan, "decisions": 4, "first_sequence": 0, "last_sequence": 10}]
+        assert [{k: p[k] for k in ["plan_id", "decisions", "first_sequence", "last_sequence", "goal"]} for p in mine] \
+            == [{"plan_id": plan, "decisions": 4, "first_sequence": 0, "last_sequence": 10, "goal": "add rate limiting"}]
 
         # The resources hold the same decisions.
         templates = (await s.list_resource_templates()).resource_templates
@@ -214,8 +215,13 @@ BAD = [
       "parent_decision_id": "@other"}, "plan"),
     ({"decision_type": "strategy_choice", "chosen_option": "x", "plan_id": "@plan",
       "observed": ["class://NoSuchThing"]}, "class://NoSuchThing"),
-    ({"decision_type": "strategy_choice", "chosen_option": "x", "plan_id": "@plan", "sequence": 0}, "sequence"),
+    ({"decision_type": "strategy_choice", "chosen_option": "x", "plan_id": "@plan", "parent_decision_id": "@root",
+      "sequence": 0}, "sequence"),
     ({"chosen_option": "x", "plan_id": "@plan"}, "decision_type"),
+    # The plan model: a plan's one root is its prompt_definition, which starts it.
+    ({"decision_type": "strategy_choice", "chosen_option": "x", "plan_id": "@plan"}, "parent_decision_id"),
+    ({"decision_type": "prompt_definition", "chosen_option": "x", "plan_id": "@plan"}, "prompt_definition already"),
+    ({"decision_type": "strategy_choice", "chosen_option": "x", "plan_id": "01ARZ3NDEKTSV4RRFFQ69G5FAV"}, "plan_id"),
 ]
 
 
@@ -225,9 +231,11 @@ async def test_bad_input_is_refused_by_field_and_stores_nothing(transport, demo,
         plans = structured(await s.call_tool("list_plans", {}))["plans"]
         plan, other = plans[0]["plan_id"], plans[1]["plan_id"]
         other_root = structured(await s.call_tool("plan_tree", {"plan_id": other}))["nodes"][0]["decision_id"]
+        root = structured(await s.call_tool("plan_tree", {"plan_id": plan}))["nodes"][0]["decision_id"]
         before = decision_count(demo)
+        names = {"@plan": plan, "@other": other_root, "@root": root}
         for args, named in BAD:
-            args = {k: (plan if v == "@plan" else other_root if v == "@other" else v) for k, v in args.items()}
+            args = {k: names.get(v, v) if isinstance(v, str) else v for k, v in args.items()}
             text = refusal(await s.call_tool("record_decision", args))
             assert named in text, (args, text)
         for tool, args, named in [
@@ -261,7 +269,7 @@ async def test_read_only_serves_the_read_tools_alone(transport, demo, serve):
         assert structured(await s.call_tool("list_plans", {}))["plans"]
         with pytest.raises(MCPError) as e:
             await s.call_tool("record_decision", {"decision_type": "prompt_definition", "chosen_option": "x"})
-        assert e.value.code == -32602 and "record_decision" in e.value.message
+        assert e.value.code == -32602 and "record_decision writes, and this server is read-only" in e.value.message
 
 
 async def test_an_unknown_tool_is_a_protocol_error(demo, serve):
@@ -270,3 +278,49 @@ async def test_an_unknown_tool_is_a_protocol_error(demo, serve):
             await s.call_tool("no_such_tool", {})
         assert e.value.code == -32602
         assert structured(await s.call_tool("list_plans", {}))
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_what_agents_expect_of_a_memory_server(transport, demo, serve):
+    async with session_over(transport, demo, serve) as s:
+        # The instruction text of docs/agents.md, as a prompt.
+        [prompt] = (await s.list_prompts()).prompts
+        got = await s.get_prompt(prompt.name)
+        text = got.messages[0].content.text
+        assert text.startswith("You have a decision store") and "record_decision" in text
+        docs = (ROOT / "docs" / "agents.md").read_text()
+        quoted = "\n".join(line[2:] if line.startswith("> ") else line.lstrip(">") for line in docs.splitlines())
+        assert text in quoted, "the prompt is the instruction text of docs/agents.md"
+
+        # Plans have goals and times, newest first, and a filter by the goal's words.
+        old = structured(await s.call_tool("record_decision", {
+            "decision_type": "prompt_definition", "chosen_option": "migrate the billing tables"}))
+        new = structured(await s.call_tool("record_decision", {
+            "decision_type": "prompt_definition", "chosen_option": "speed up the search page"}))
+        plans = structured(await s.call_tool("list_plans", {}))["plans"]
+        assert [p["plan_id"] for p in plans[:2]] == [new["plan_id"], old["plan_id"]]
+        assert plans[0]["goal"] == "speed up the search page" and plans[0]["started_at"].endswith("Z")
+        found = structured(await s.call_tool("list_plans", {"query": "Billing TABLES"}))["plans"]
+        assert [p["plan_id"] for p in found] == [old["plan_id"]]
+        recent = await s.read_resource("dstore://plans/recent")
+        listed = json.loads(recent.contents[0].text)["plans"]
+        assert listed[0]["plan_id"] == new["plan_id"] and listed[0]["goal"] == "speed up the search page"
+
+        # A decision replaced in one call, and its time in the answer.
+        first = structured(await s.call_tool("record_decision", {
+            "plan_id": new["plan_id"], "parent_decision_id": new["decision_id"],
+            "decision_type": "strategy_choice", "chosen_option": "cache the results"}))
+        second = structured(await s.call_tool("record_decision", {
+            "plan_id": new["plan_id"], "parent_decision_id": new["decision_id"],
+            "decision_type": "strategy_choice", "chosen_option": "add an index", "supersedes": first["decision_id"]}))
+        got = structured(await s.call_tool("get_decision", {"decision_id": first["decision_id"]}))
+        assert got["standing_decision_id"] == second["decision_id"]
+        assert got["decision"]["superseded_by"] == second["decision_id"]
+        assert got["made_at"].endswith("Z") and got["made_at"][:4].isdigit()
+        # Superseding what is superseded already stores nothing.
+        before = decision_count(demo)
+        text = refusal(await s.call_tool("record_decision", {
+            "plan_id": new["plan_id"], "parent_decision_id": new["decision_id"],
+            "decision_type": "strategy_choice", "chosen_option": "shard", "supersedes": first["decision_id"]}))
+        assert "already superseded" in text
+        assert decision_count(demo) == before

@@ -138,7 +138,7 @@ async def test_an_open_plan_sees_what_agents_record(store, serve):
 async def test_the_token_comes_once_in_the_url_then_in_a_cookie(demo, serve, tmp_path):
     secret = tmp_path / "token"
     secret.write_text("s3cret-for-the-view\n")
-    server = serve(demo, "--token-file", secret)
+    server = serve(demo, "--token-file", secret, "--show-token")
     assert server.web.endswith("/?token=s3cret-for-the-view")
     base = server.web.split("?")[0]
     assert get(base).status_code == 401

@@ -339,6 +339,21 @@ fn attempt(w: &mut World, write: &str) -> Result<decision_store::Result<()>, Str
                 Ok(()) => Ok(w.store()?.supersede(a.decision_id(), a3)),
             }
         }
+        "correct A2, which A3 corrected" | "correct B, which C superseded" => {
+            let target = by_name(w, if write.contains("A2") { "A2" } else { "B" })?;
+            insert(w, fresh(50).parent(r).corrects(target).build())
+        }
+        "supersede A2, which A3 corrected" => {
+            let (a2, c) = (by_name(w, "A2")?, by_name(w, "C")?);
+            Ok(w.store()?.supersede(a2, c))
+        }
+        "insert a second prompt_definition as a root of the plan" => {
+            insert(w, Decision::builder(plan, DecisionType::PromptDefinition, 50).build())
+        }
+        "insert a strategy_choice without a parent into the plan" => insert(w, fresh(50).build()),
+        "insert a strategy_choice without a parent into a new plan" => {
+            insert(w, Decision::builder(PlanId::generate(), DecisionType::StrategyChoice, 0).build())
+        }
         "update a decision row with SQL" => {
             sql(w, "UPDATE decisions SET rationale = 'rewritten' WHERE decision_id = ?1", a.decision_id())
         }
@@ -360,6 +375,18 @@ fn try_write(w: &mut World, write: String) -> StepResult {
 #[then(regex = r#"^the write is refused with "([^"]+)"$"#)]
 fn refused(w: &mut World, msg: String) -> StepResult {
     let e = w.error()?.to_string();
+    // A decision's name in the message stands for its id.
+    let msg = msg
+        .split(' ')
+        .map(|word| {
+            let name = word.trim_end_matches(',');
+            match w.named.get(name) {
+                Some(d) => word.replacen(name, &d.decision_id().to_string(), 1),
+                None => word.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
     ensure!(e.contains(&msg), "{e:?} does not say {msg:?}");
     Ok(())
 }

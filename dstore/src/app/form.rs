@@ -9,6 +9,20 @@ pub fn query_of(query: &str, key: &str) -> Option<String> {
     })
 }
 
+/// `text` as a query value: every byte but letters, digits and `-._~`
+/// percent-encoded (a `+` in a token stays a `+`, not a space).
+pub fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// `application/x-www-form-urlencoded` decoding (`+` is a space); bytes
 /// that do not make UTF-8 become U+FFFD.
 fn decode(s: &str) -> String {
@@ -48,5 +62,13 @@ mod tests {
         assert_eq!(query_of("a=%E2%9C%93", "a").as_deref(), Some("✓"));
         assert_eq!(query_of("a=%FF", "a").as_deref(), Some("\u{FFFD}"));
         assert_eq!(query_of("a=1", "c"), None);
+    }
+
+    #[test]
+    fn encoding_round_trips_through_decoding() {
+        for text in ["a b&c=d/é", "tok+en/==", "plain-._~"] {
+            assert_eq!(query_of(&format!("q={}", encode(text)), "q").as_deref(), Some(text));
+        }
+        assert_eq!(encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
     }
 }

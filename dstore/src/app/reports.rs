@@ -15,21 +15,26 @@ use serde::Serialize;
 #[derive(Serialize)]
 pub struct PlanRow {
     pub plan_id: String,
+    /// Its root prompt_definition's chosen option (cut), `null` without one.
+    pub goal: Option<String>,
     pub decisions: u64,
     pub max_depth: u64,
     pub corrections: u64,
     pub superseded: u64,
+    /// When its first and last decisions were made (from their ids).
     pub first: String,
     pub last: String,
 }
 
-/// Every plan's row, as `dstore plans` shows them.
-pub fn plan_rows(store: &Store) -> Result<Vec<PlanRow>> {
+/// The rows of the plans whose goal holds every word of `words` (all for
+/// none), the most recently changed first, as `dstore plans` shows them.
+pub fn plan_rows(store: &Store, words: &str) -> Result<Vec<PlanRow>> {
     Ok(store
-        .plans()?
+        .recent_plans(words)?
         .into_iter()
         .map(|p| PlanRow {
             plan_id: p.plan_id.to_string(),
+            goal: p.goal,
             decisions: p.decisions,
             max_depth: p.max_depth,
             corrections: p.corrections,
@@ -49,6 +54,8 @@ pub fn ids<'a>(ds: impl IntoIterator<Item = &'a Decision>) -> Vec<String> {
 #[derive(Serialize)]
 pub struct ShowReport {
     pub decision: serde_json::Value,
+    /// When it was recorded (RFC 3339, from its id).
+    pub made_at: String,
     pub parent: Option<String>,
     pub children: Vec<String>,
     pub correction_chain: Vec<String>,
@@ -62,6 +69,7 @@ pub fn show_report(tree: &DecisionTree, id: DecisionId) -> Option<ShowReport> {
     let standing = tree.standing(id).unwrap_or(d);
     Some(ShowReport {
         decision: d.to_json_value(),
+        made_at: time(id.timestamp_ms()),
         parent: d.parent_decision_id().map(|p| p.to_string()),
         children: ids(tree.children(id)),
         correction_chain: ids(tree.correction_chain(id)),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex, PoisonError};
 
 use decision_store::decision::Decision;
-use decision_store::store::{Placement, Store};
+use decision_store::store::{Insertion, Store};
 use decision_store::{Error, Result};
 
 use super::errors::Failure;
@@ -33,7 +33,7 @@ struct Writer {
 enum Job {
     /// A decision to store; the insertions that wait together are stored
     /// in one transaction (`Store::insert_each`), each with its own answer.
-    Insert(Decision, Placement, mpsc::SyncSender<Result<Decision>>),
+    Insert(Box<Insertion>, mpsc::SyncSender<Result<Decision>>),
     /// Any other write, run alone (it answers through its own channel).
     Run(Box<dyn FnOnce(&mut Store) + Send>),
 }
@@ -63,11 +63,11 @@ impl Stores {
         Ok(writer.jobs.as_ref().expect("the queue stays open while the server runs"))
     }
 
-    /// Stores `decision` after the writes queued before it, in one
+    /// Stores `insertion` after the writes queued before it, in one
     /// transaction with the other insertions that wait with it.
-    pub fn insert(&self, decision: Decision, placement: Placement) -> Result<Decision> {
+    pub fn insert(&self, insertion: Insertion) -> Result<Decision> {
         let (reply, answer) = mpsc::sync_channel(1);
-        self.jobs()?.send(Job::Insert(decision, placement, reply)).map_err(|_| stopped())?;
+        self.jobs()?.send(Job::Insert(Box::new(insertion), reply)).map_err(|_| stopped())?;
         answer.recv().map_err(|_| stopped())?
     }
 
@@ -136,13 +136,13 @@ fn write_in_turn(mut store: Store, queue: &mpsc::Receiver<Job>) {
     while let Some(job) = next.take().or_else(|| queue.recv().ok()) {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
             Job::Run(f) => f(&mut store),
-            Job::Insert(decision, placement, reply) => {
-                let mut items = vec![(decision, placement)];
+            Job::Insert(insertion, reply) => {
+                let mut items = vec![*insertion];
                 let mut replies = vec![reply];
                 while items.len() < GROUP {
                     match queue.try_recv() {
-                        Ok(Job::Insert(decision, placement, reply)) => {
-                            items.push((decision, placement));
+                        Ok(Job::Insert(insertion, reply)) => {
+                            items.push(*insertion);
                             replies.push(reply);
                         }
                         Ok(other) => {

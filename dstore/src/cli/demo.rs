@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use decision_store::decision::{Alternative, ArtifactRef, Decision, DecisionBuilder, DecisionType, PlanId};
+use decision_store::decision::{Alternative, ArtifactRef, Decision, DecisionBuilder, DecisionId, DecisionType, PlanId};
 use decision_store::store::Store;
 use decision_store::uko::{UkoEdge, UkoNode};
 use decision_store::Error;
@@ -10,6 +10,7 @@ use decision_store::Error;
 use super::{inspect, Format, TreeFormat};
 use crate::app::errors::{CmdResult, Failure};
 use crate::app::open::url_of;
+use crate::app::text::count;
 
 /// (kind, uri, parent uri, signature) of the sample code graph.
 const CODE: &[(&str, &str, &str, &str)] = &[
@@ -133,15 +134,19 @@ fn graph() -> (Vec<UkoNode>, Vec<UkoEdge>) {
 fn plans(store: &Store) -> decision_store::Result<(PlanId, Vec<Decision>)> {
     use DecisionType::*;
     let refs = |uris: &[&str]| store.snapshot_of(uris);
-    let main = PlanId::generate();
-    let sub = PlanId::generate();
+    let (main, sub) = (PlanId::from_u128(ulid(0, 0)), PlanId::from_u128(ulid(1, 0)));
     let mut ds: Vec<Decision> = Vec::new();
     let mut add = |b: DecisionBuilder| -> decision_store::Result<Decision> {
         let d = b.build()?;
         ds.push(d.clone());
         Ok(d)
     };
-    let at = |plan, t, seq| Decision::builder(plan, t, seq);
+    // Fixed ids, a minute apart from the plan's start: every demo is the
+    // same store, so its output (and the docs' examples) can be checked.
+    let at = |plan: PlanId, t, seq: u32| {
+        let which = u128::from(plan == sub);
+        Decision::builder(plan, t, seq).decision_id(DecisionId::from_u128(ulid(which, u64::from(seq) + 1)))
+    };
     let root = add(at(main, PromptDefinition, 0)
         .chosen_option("Add per-key rate limiting to the public API")
         .confidence_score(1.0))?;
@@ -209,7 +214,8 @@ fn plans(store: &Store) -> decision_store::Result<(PlanId, Vec<Decision>)> {
         .parent(k6.decision_id())
         .chosen_option("p99 latency +4 ms under the limit: accept")
         .confidence_score(0.88)
-        .downstream_decision(s3.decision_id()))?;
+        // The subplan's middleware builds on this acceptance.
+        .downstream_decision(DecisionId::from_u128(ulid(1, 2))))?;
     add(at(main, UserIntervention, 12)
         .parent(r)
         .chosen_option("User: exempt /health from limiting")
@@ -233,6 +239,17 @@ fn plans(store: &Store) -> decision_store::Result<(PlanId, Vec<Decision>)> {
     Ok((main, ds))
 }
 
+/// When the demo's plans start: 2026-11-02 09:00 UTC.
+const DEMO_START_MS: u64 = 1_793_610_000_000;
+
+/// The fixed id of the demo's decision `n` of plan `plan` (0 the main plan,
+/// 1 the subplan; decision 0 is the plan itself): a ULID `n` minutes after
+/// the plan's start, with a random part that names the demo.
+fn ulid(plan: u128, n: u64) -> u128 {
+    let ms = DEMO_START_MS + plan as u64 * 3_600_000 + n * 60_000;
+    (u128::from(ms) << 80) | (0xDE40_0000_0000_0000_0000 + (plan << 16) + u128::from(n))
+}
+
 /// `TokenBucket.take` after a later commit gave it a cost per request.
 fn changed_take() -> UkoNode {
     let sig = "def take(self, key: str, cost: int = 1) -> bool";
@@ -242,15 +259,18 @@ fn changed_take() -> UkoNode {
         .with_view(9, format!("{sig}:\n    \"\"\"take: requests may cost more than one token.\"\"\"\n    ..."))
 }
 
-/// Removes an existing decision store (and its WAL files) at `db`; refuses anything else.
-fn clear(db: &Path) -> Result<(), Failure> {
-    match Store::open_read_only(db) {
-        Ok(store) => drop(store),
-        Err(Error::NotCreated { .. }) => {}
+/// Makes room for the demo at `db`: nothing there, an empty store, or a
+/// demo store (its decisions the demo's and its graph the demo's size) is
+/// removed with its WAL files; a store that holds anything else stays,
+/// unless `force`; a file that is not a store always stays.
+fn clear(db: &Path, force: bool) -> Result<(), Failure> {
+    let store = match Store::open_read_only(db) {
+        Ok(store) => Some(store),
+        Err(Error::NotCreated { .. }) => None,
         // A store whose interrupted write left a journal that only a
         // writable open rolls back; the writable open refuses anything else untouched.
         Err(e) => match Store::open(db) {
-            Ok(store) => drop(store),
+            Ok(store) => Some(store),
             Err(_) => {
                 return Err(Failure::usage(format!(
                     "{} is not a decision store; refusing to replace it ({e})",
@@ -258,6 +278,27 @@ fn clear(db: &Path) -> Result<(), Failure> {
                 )))
             }
         },
+    };
+    if let Some(store) = store {
+        let (counts, graph) = store.read_snapshot(|s| Ok((s.decision_counts()?, s.graph_counts()?)))?;
+        let demo_ids = store.read_snapshot(|s| {
+            let mut n = 0u64;
+            for p in [PlanId::from_u128(ulid(0, 0)), PlanId::from_u128(ulid(1, 0))] {
+                n += s.plan_summary(p)?.map_or(0, |p| p.decisions);
+            }
+            Ok(n)
+        })?;
+        let demo = counts.decisions == demo_ids && graph.nodes == CODE.len() as u64;
+        let empty = counts.decisions == 0 && graph.nodes == 0;
+        if !(empty || demo || force) {
+            return Err(Failure::usage(format!(
+                "{} holds {} and {}, not the demo's, and the demo replaces its store: give the demo another file \
+                 (dstore demo demo.db), or --force to replace this one",
+                db.display(),
+                count(counts.decisions, "decision"),
+                count(graph.nodes, "graph node"),
+            )));
+        }
     }
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let p = format!("{}{suffix}", db.display());
@@ -269,13 +310,13 @@ fn clear(db: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-pub fn run(db: &Path) -> CmdResult {
+pub fn run(db: &Path, force: bool) -> CmdResult {
     if url_of(db).is_some() {
         return Err(Failure::usage(
             "the demo replaces its store: give it a file, then `dstore copy FILE postgres://...` to try a server",
         ));
     }
-    clear(db)?;
+    clear(db, force)?;
     let (nodes, edges) = graph();
     let (main_plan, decisions) = {
         let mut store = Store::open(db)?;
@@ -301,6 +342,13 @@ pub fn run(db: &Path) -> CmdResult {
     println!("\n$ dstore project {} --focus {focus} --breadth 2 --depth FULL_SOURCE", db.display());
     let args = super::project::ProjectArgsBuilder::new(db, focus, 2, "FULL_SOURCE").build();
     super::project::project(&args)?;
-    println!("\nNext: dstore show {0} <decision id>, dstore chain, dstore stale, dstore calibration, dstore tree --format dot, dstore project --fragments --budget 400", db.display());
+    let corrected = decisions.iter().find(|d| d.corrects_decision_id().is_some()).expect("the demo corrects");
+    println!(
+        "\nNext: dstore show {0} {main_plan}#{1} (a decision by plan and sequence, as the tree shows them, or by id: {2}),\n\
+         dstore chain {0} {2}, dstore stale {0}, dstore calibration {0}, dstore ui {0}",
+        db.display(),
+        corrected.sequence(),
+        corrected.decision_id(),
+    );
     Ok(0)
 }

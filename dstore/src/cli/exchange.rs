@@ -7,7 +7,7 @@ use std::path::Path;
 use decision_store::ingest::IngestOptions;
 use decision_store::store::{Commit, ImportOptions, ImportReport};
 
-use super::{parse_plan, render, stderr_is_terminal};
+use super::{render, stderr_is_terminal};
 use crate::app::errors::{CmdResult, Failure};
 use crate::app::open::{open_read, open_write};
 
@@ -108,8 +108,8 @@ pub fn import_graph(db: &Path, nodes: &Path, edges: &Path, commit: &super::Commi
 }
 
 pub fn export(db: &Path, plan: Option<&str>) -> CmdResult {
-    let plan = plan.map(parse_plan).transpose()?;
     let store = open_read(db)?;
+    let plan = plan.map(|p| store.find_plan(p)).transpose()?;
     store.export_decisions(plan, BufWriter::with_capacity(1 << 16, io::stdout().lock()))?;
     Ok(0)
 }

@@ -12,11 +12,11 @@ use decision_store::Error;
 use serde::Serialize;
 
 use super::render::{bytes, short, table};
-use super::{parse_decision, parse_plan, print_json, print_text, stdout, Format, TreeFormat};
+use super::{print_json, print_text, stdout, Format, TreeFormat};
 use crate::app::errors::{CmdResult, Failure};
 use crate::app::open::open_read;
 use crate::app::reports::{ids, json_tree, jsonl_tree, plan_rows, show_report, MAX_INDENT};
-use crate::app::text::confidence;
+use crate::app::text::{confidence, count};
 
 #[derive(Serialize)]
 struct InfoReport {
@@ -104,13 +104,16 @@ pub fn info(db: &Path, format: Format) -> CmdResult {
                 report.decisions, report.by_phase["strategize"], report.by_phase["execute"], report.by_phase["any"]
             ),
         ],
-        vec!["corrections".into(), report.corrections.to_string()],
-        vec!["supersessions".into(), report.supersessions.to_string()],
-        vec!["graph".into(), format!("{} nodes, {} edges", report.nodes, report.edges)],
     ];
+    // The counts by type belong under the decisions.
     for (t, n) in &report.by_type {
         rows.push(vec![format!("  {t}"), n.to_string()]);
     }
+    rows.extend([
+        vec!["corrections".into(), report.corrections.to_string()],
+        vec!["supersessions".into(), report.supersessions.to_string()],
+        vec!["graph".into(), format!("{}, {}", count(report.nodes, "node"), count(report.edges, "edge"))],
+    ]);
     match &report.replication {
         Some(r) if r.standby => {
             rows.push(vec!["replication".into(), format!("standby, lag {}", lag(r.lag_bytes, r.lag_ms))])
@@ -129,28 +132,39 @@ pub fn info(db: &Path, format: Format) -> CmdResult {
     Ok(0)
 }
 
-pub fn plans(db: &Path, format: Format) -> CmdResult {
+pub fn plans(db: &Path, words: &str, format: Format) -> CmdResult {
     let store = open_read(db)?;
-    let rows = plan_rows(&store)?;
+    let rows = plan_rows(&store, words)?;
     if format == Format::Json {
         print_json(&rows)?;
         return Ok(0);
     }
+    if rows.is_empty() {
+        let why = if words.trim().is_empty() {
+            "the store holds no plan yet".to_owned()
+        } else {
+            format!("no plan's goal holds {words:?}")
+        };
+        print_text(&format!("no plans: {why}\n"))?;
+        return Ok(0);
+    }
+    // Times to the minute, as people read them (JSON has them whole).
+    let minute = |t: &str| t.get(..16).map_or_else(|| t.to_owned(), |m| m.replacen('T', " ", 1));
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             vec![
                 r.plan_id.clone(),
+                minute(&r.first),
+                minute(&r.last),
                 r.decisions.to_string(),
-                r.max_depth.to_string(),
                 r.corrections.to_string(),
                 r.superseded.to_string(),
-                r.first.clone(),
-                r.last.clone(),
+                short(r.goal.as_deref().unwrap_or("(no prompt_definition)"), 60),
             ]
         })
         .collect();
-    print_text(&table(&["PLAN", "DECISIONS", "DEPTH", "CORRECTIONS", "SUPERSEDED", "FIRST", "LAST"], &cells))?;
+    print_text(&table(&["PLAN", "STARTED", "CHANGED", "DECISIONS", "CORRECTIONS", "SUPERSEDED", "GOAL"], &cells))?;
     Ok(0)
 }
 
@@ -159,8 +173,8 @@ fn label(d: &Decision) -> String {
 }
 
 pub fn show(db: &Path, id: &str, format: Format) -> CmdResult {
-    let id = parse_decision(id)?;
     let store = open_read(db)?;
+    let id = store.find_decision(id)?;
     let tree = store.tree_of(id)?;
     let d = tree.get(id).expect("tree_of holds the decision");
     let report = show_report(&tree, id).expect("tree_of holds the decision");
@@ -171,6 +185,7 @@ pub fn show(db: &Path, id: &str, format: Format) -> CmdResult {
     let mut out = String::new();
     let _ = writeln!(out, "{}  {}", d.decision_id(), label(d));
     let _ = writeln!(out, "plan          {}", d.plan_id());
+    let _ = writeln!(out, "made          {}", report.made_at);
     let _ = writeln!(out, "phase         {}", d.decision_type().phase());
     let _ = writeln!(out, "confidence    {}", confidence(d.confidence_score()));
     let _ = writeln!(out, "chosen        {}", d.chosen_option());
@@ -358,8 +373,8 @@ fn mermaid(tree: &DecisionTree, view: &TreeView<'_>, out: &mut impl Write) -> io
 }
 
 pub fn tree(db: &Path, plan: &str, effective_only: bool, format: TreeFormat) -> CmdResult {
-    let plan = parse_plan(plan)?;
     let store = open_read(db)?;
+    let plan = store.find_plan(plan)?;
     // The renderings show ids, links, type, sequence, confidence and the chosen option only.
     let tree = store.decision_tree_outline(plan)?;
     let view = tree.view(effective_only);
@@ -373,8 +388,8 @@ pub fn tree(db: &Path, plan: &str, effective_only: bool, format: TreeFormat) -> 
         TreeFormat::Text => {
             writeln!(
                 out,
-                "plan {plan}  ({} decisions, {} effective, depth {})",
-                tree.len(),
+                "plan {plan}  ({}, {} effective, depth {})",
+                count(tree.len() as u64, "decision"),
                 tree.effective().len(),
                 tree.max_depth()
             )?;
@@ -397,8 +412,8 @@ struct ChainReport {
 }
 
 pub fn chain(db: &Path, id: &str, format: Format) -> CmdResult {
-    let id = parse_decision(id)?;
     let store = open_read(db)?;
+    let id = store.find_decision(id)?;
     let tree = store.tree_of(id)?;
     let path = tree.supersession_path(id);
     let supersessions =
@@ -452,8 +467,8 @@ struct ImpactReport {
 }
 
 pub fn impact(db: &Path, id: &str, format: Format) -> CmdResult {
-    let id = parse_decision(id)?;
     let store = open_read(db)?;
+    let id = store.find_decision(id)?;
     let tree = store.tree_of(id)?;
     let impact = tree.impact(id);
     let report = ImpactReport {
@@ -541,8 +556,8 @@ impl DigestLine {
 }
 
 pub fn digest(db: &Path, plan: Option<&str>, format: Format) -> CmdResult {
-    let plan = plan.map(parse_plan).transpose()?.map(|p| p.to_string());
     let store = open_read(db)?;
+    let plan = plan.map(|p| store.find_plan(p)).transpose()?.map(|p| p.to_string());
     let digest = store.digest()?;
     let lines: Vec<DigestLine> = match &plan {
         Some(p) => {

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use clap::{Subcommand, ValueEnum};
 use decision_store::calibration::GroupBy;
-use decision_store::decision::{DecisionId, PlanId, JSON_SCHEMA};
+use decision_store::decision::JSON_SCHEMA;
 use decision_store::Error;
 use serde::Serialize;
 
@@ -49,8 +49,9 @@ pub enum TreeFormat {
 /// When an import commits.
 #[derive(Debug, clap::Args)]
 pub struct CommitArgs {
-    /// Commit every N lines (by default every few thousand, so that other
-    /// writers never wait long for the import).
+    /// Commit every N lines (by default every 4,096 or 25 ms of lock, so
+    /// that other writers never wait long; a first load into an empty file
+    /// every 65,536 or 0.5 s).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "atomic")]
     batch: Option<u64>,
     /// One transaction for the whole input: a bad line leaves the store as
@@ -64,9 +65,13 @@ pub struct CommitArgs {
 pub enum Command {
     /// Write a realistic sample store (two plans and a code graph) and show it.
     Demo {
-        /// Where to write it; replaced only if it is a decision store.
+        /// Where to write it: a new file, or a store that holds the demo
+        /// already (a store that holds anything else is left alone).
         #[arg(default_value = "demo.db")]
         db: PathBuf,
+        /// Replace a store that holds other decisions or a graph.
+        #[arg(long)]
+        force: bool,
     },
     /// Create an empty store (an existing store is left as it is).
     Init { db: PathBuf },
@@ -120,15 +125,18 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
-    /// One row a plan.
+    /// One row a plan, the most recently changed first: its goal, counts and times.
     Plans {
         db: PathBuf,
+        /// Only the plans whose goal (or id) holds every one of these words.
+        words: Vec<String>,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
     /// One decision in full, with its parent, children and history.
     Show {
         db: PathBuf,
+        /// A decision: its id, the beginning of it, or PLAN#SEQ (as `tree` shows it).
         decision_id: String,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -136,6 +144,7 @@ pub enum Command {
     /// A plan's decision tree.
     Tree {
         db: PathBuf,
+        /// A plan: its id, or the beginning of it.
         plan_id: String,
         /// Only the decisions that stand now (a hidden decision's children move up).
         #[arg(long)]
@@ -146,6 +155,7 @@ pub enum Command {
     /// A decision's correction chain and supersession path, and what stands now.
     Chain {
         db: PathBuf,
+        /// A decision: its id, the beginning of it, or PLAN#SEQ (as `tree` shows it).
         decision_id: String,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -153,6 +163,7 @@ pub enum Command {
     /// Everything downstream of a decision: what to recheck when it changes.
     Impact {
         db: PathBuf,
+        /// A decision: its id, the beginning of it, or PLAN#SEQ (as `tree` shows it).
         decision_id: String,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -212,7 +223,7 @@ pub enum Command {
 /// Runs one command; returns the exit status.
 pub fn run(command: Command) -> CmdResult {
     match command {
-        Command::Demo { db } => demo::run(&db),
+        Command::Demo { db, force } => demo::run(&db, force),
         Command::Init { db } => exchange::init(&db),
         Command::Import { db, file, commit } => exchange::import(&db, &file, &commit),
         Command::ImportGraph { db, nodes, edges, commit } => exchange::import_graph(&db, &nodes, &edges, &commit),
@@ -223,7 +234,7 @@ pub fn run(command: Command) -> CmdResult {
         Command::ExportGraph { db, nodes, edges } => exchange::export_graph(&db, &nodes, &edges),
         Command::Copy { src, dst, format } => exchange::copy(&src, &dst, format),
         Command::Info { db, format } => inspect::info(&db, format),
-        Command::Plans { db, format } => inspect::plans(&db, format),
+        Command::Plans { db, words, format } => inspect::plans(&db, &words.join(" "), format),
         Command::Show { db, decision_id, format } => inspect::show(&db, &decision_id, format),
         Command::Tree { db, plan_id, effective, format } => inspect::tree(&db, &plan_id, effective, format),
         Command::Chain { db, decision_id, format } => inspect::chain(&db, &decision_id, format),
@@ -252,14 +263,6 @@ where
     use clap::builder::TypedValueParser as _;
     clap::builder::PossibleValuesParser::new(names.iter().copied())
         .map(|s| s.parse::<T>().expect("clap lets only a listed name through"))
-}
-
-pub fn parse_decision(s: &str) -> Result<DecisionId, Failure> {
-    DecisionId::parse(s).map_err(|e| Failure::usage(format!("decision id on the command line: {e}")))
-}
-
-pub fn parse_plan(s: &str) -> Result<PlanId, Failure> {
-    PlanId::parse(s).map_err(|e| Failure::usage(format!("plan id on the command line: {e}")))
 }
 
 /// Stdout behind one 64 KiB buffer: Rust's stdout is line-buffered, which

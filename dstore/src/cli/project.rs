@@ -13,9 +13,10 @@ use decision_store::uko::Direction;
 use serde::Serialize;
 
 use super::render::table;
-use super::{one_of, parse_plan, print_json, print_text, Format};
+use super::{one_of, print_json, print_text, Format};
 use crate::app::errors::{CmdResult, Failure};
 use crate::app::open::open_read;
+use crate::app::text::count;
 
 #[derive(Debug, Args)]
 pub struct ProjectArgs {
@@ -129,7 +130,7 @@ pub fn project(a: &ProjectArgs) -> CmdResult {
         return Ok(0);
     }
     let mut out = format!(
-        "projection of {} ({} ranking, breadth {}, depth {} = {}, gradient {}, {} edges): {} nodes\n",
+        "projection of {} ({} ranking, breadth {}, depth {} = {}, gradient {}, {} edges): {}\n",
         spec.focus().join(", "),
         spec.ranking().name(),
         spec.breadth(),
@@ -137,7 +138,7 @@ pub fn project(a: &ProjectArgs) -> CmdResult {
         projection.full_depth,
         if spec.depth_gradient() { "on" } else { "off" },
         spec.direction().as_words(),
-        projection.nodes.len()
+        count(projection.nodes.len() as u64, "node")
     );
     match &fragments {
         None => {
@@ -153,17 +154,22 @@ pub fn project(a: &ProjectArgs) -> CmdResult {
                 let d = f.metadata().get("distance").map(|v| v.to_string()).unwrap_or_default();
                 let _ = writeln!(
                     out,
-                    "── {}  (distance {d}, depth {}, {} tokens)",
+                    "── {}  (distance {d}, depth {}, {})",
                     f.uko_node(),
                     f.detail_depth(),
-                    f.tokens()
+                    count(f.tokens() as u64, "token")
                 );
                 for line in f.content().lines() {
                     let _ = writeln!(out, "   {line}");
                 }
             }
-            let _ =
-                writeln!(out, "{} tokens in {} fragments ({})", set.total_tokens, set.fragments.len(), Cl100k.name());
+            let _ = writeln!(
+                out,
+                "{} in {} ({})",
+                count(set.total_tokens as u64, "token"),
+                count(set.fragments.len() as u64, "fragment"),
+                Cl100k.name()
+            );
             if !set.dropped.is_empty() {
                 let _ = writeln!(out, "dropped by the budget: {}", set.dropped.join(", "));
             }
@@ -216,10 +222,10 @@ struct ChildReport<'a> {
 }
 
 pub fn child_context(a: &ChildArgs) -> CmdResult {
-    let plan = parse_plan(&a.plan)?;
     let parent_depth: Depth =
         a.parent_detail.parse().map_err(|e: decision_store::Error| Failure::usage(format!("--parent-detail: {e}")))?;
     let store = open_read(&a.db)?;
+    let plan = store.find_plan(&a.plan)?;
     let options = StoredContextOptions {
         budget: a.budget,
         parent_breadth: a.parent_breadth,
@@ -251,13 +257,14 @@ pub fn child_context(a: &ChildArgs) -> CmdResult {
     );
     let _ = writeln!(
         out,
-        "skeleton: {} fragments, {} tokens (depth delta {})",
-        report.skeleton_fragments.len(),
-        report.skeleton_tokens,
+        "skeleton: {}, {} (depth delta {})",
+        count(report.skeleton_fragments.len() as u64, "fragment"),
+        count(report.skeleton_tokens as u64, "token"),
         report.depth_delta
     );
     for f in report.skeleton_fragments {
-        let _ = writeln!(out, "── {}  (depth {}, {} tokens)", f.uko_node(), f.detail_depth(), f.tokens());
+        let _ =
+            writeln!(out, "── {}  (depth {}, {})", f.uko_node(), f.detail_depth(), count(f.tokens() as u64, "token"));
         for line in f.content().lines() {
             let _ = writeln!(out, "   {line}");
         }

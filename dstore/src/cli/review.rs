@@ -9,11 +9,11 @@ use decision_store::calibration::{Calibration, CalibrationOptions, GroupBy, Metr
 use decision_store::stale::StaleOptions;
 
 use super::render::{short, table};
-use super::{parse_plan, print_json, print_text, stdout, Format};
+use super::{print_json, print_text, stdout, Format};
 use crate::app::chart::svg;
 use crate::app::errors::{CmdResult, Failure};
 use crate::app::open::open_read;
-use crate::app::text::figure;
+use crate::app::text::{count, figure};
 
 /// Output format of `calibration`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -32,15 +32,9 @@ fn version(v: Option<&str>) -> String {
 }
 
 pub fn stale(db: &Path, plan: Option<&str>, all: bool, format: Format) -> CmdResult {
-    let plan = plan.map(parse_plan).transpose()?;
     let store = open_read(db)?;
+    let plan = plan.map(|p| store.find_plan(p)).transpose()?;
     let report = store.stale(StaleOptions { plan, all })?;
-    if report.graph_nodes == 0 && report.checked_resources > 0 {
-        return Err(Failure::usage(format!(
-            "nothing to compare with: the graph is empty, and the decisions recorded {} resources (import-graph first)",
-            report.checked_resources
-        )));
-    }
     let code = u8::from(!report.is_clean());
     if format == Format::Json {
         print_json(&report)?;
@@ -55,18 +49,19 @@ pub fn stale(db: &Path, plan: Option<&str>, all: bool, format: Format) -> CmdRes
     if report.is_clean() {
         writeln!(
             out,
-            "nothing stale: {} decisions, {} snapshot resources checked against the graph",
-            report.checked_decisions, report.checked_resources
+            "nothing stale: {}, {} checked against the graph",
+            count(report.checked_decisions, "decision"),
+            count(report.checked_resources, "snapshot resource")
         )?;
         out.flush()?;
         return Ok(code);
     }
     writeln!(
         out,
-        "{} stale and {} at risk, of {} decisions checked",
+        "{} stale and {} at risk, of {} checked",
         report.stale.len(),
         report.at_risk.len(),
-        report.checked_decisions
+        count(report.checked_decisions, "decision")
     )?;
     for s in &report.stale {
         let overturned = if s.effective { "" } else { "  (overturned)" };
@@ -131,8 +126,8 @@ pub fn calibration(
     settled_after: u32,
     format: CalibrationFormat,
 ) -> CmdResult {
-    let plan = plan.map(parse_plan).transpose()?;
     let store = open_read(db)?;
+    let plan = plan.map(|p| store.find_plan(p)).transpose()?;
     let report = store.calibration(CalibrationOptions { plan, by, settled_after })?;
     let m = &report.overall;
     if m.scored == 0 {
@@ -180,8 +175,8 @@ fn row(name: &str, m: &Metrics) -> Vec<String> {
 fn text(c: &Calibration) -> String {
     let m = &c.overall;
     let mut s = format!(
-        "calibration of {} decisions: {} with a confidence score, {} held, {} overturned",
-        m.decisions,
+        "calibration of {}: {} with a confidence score, {} held, {} overturned",
+        count(m.decisions, "decision"),
         m.scored,
         m.held,
         m.scored - m.held

@@ -15,17 +15,20 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use decision_store::decision::{DecisionId, PlanId};
+use decision_store::time::utc_ms;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
-    ServerCapabilities, ServerConfig, ToolAnnotations,
+    Role, ServerCapabilities, ServerConfig, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
 use crate::app::errors::{jsonrpc_code, CmdResult, Failure};
 use crate::app::stores::{close_outside_runtime, runtime, Stores};
+use crate::app::text::count;
 use args::{Outcome, Refusal};
 use tools::Tool;
 
@@ -69,7 +72,7 @@ const OLDEST: ProtocolVersion = ProtocolVersion::V_2025_06_18;
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().enable_prompts().build())
             .with_server_info(Implementation::new("dstore", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
     }
@@ -94,7 +97,12 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(index) = self.tools.iter().position(|t| t.name == request.name) else {
-            return Err(ErrorData::invalid_params(format!("no tool named {:?}", request.name), None));
+            let why = if tools::all().iter().any(|t| t.name == request.name) {
+                format!("{} writes, and this server is read-only (--read-only)", request.name)
+            } else {
+                format!("no tool named {:?}", request.name)
+            };
+            return Err(ErrorData::invalid_params(why, None));
         };
         let server = self.clone();
         // The store's calls block: run them beside the runtime's threads.
@@ -117,6 +125,33 @@ impl ServerHandler for Server {
         Ok(result.into())
     }
 
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+            PROMPT,
+            Some("How to work with this decision store: what to record, and when to ask for context."),
+            None,
+        )]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name != PROMPT {
+            return Err(ErrorData::invalid_params(
+                format!("no prompt named {:?} (there is {PROMPT:?})", request.name),
+                None,
+            ));
+        }
+        let text = PromptMessage::new_text(Role::User, AGENT_INSTRUCTIONS.trim_end());
+        Ok(GetPromptResult::new(vec![text]).with_description("How to work with this decision store").into())
+    }
+
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -127,14 +162,16 @@ impl ServerHandler for Server {
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
             .map_err(|e| ErrorData::new(ErrorCode(jsonrpc_code(e.kind())), e.to_string(), None))?;
+        let recent = Resource::new(RECENT_PLANS, "recent plans")
+            .with_description("The plans changed last, newest first: each with its goal, times and counts, as JSON.")
+            .with_mime_type("application/json");
         Ok(ListResourcesResult::with_all_items(
-            plans
-                .iter()
-                .map(|p| {
+            std::iter::once(recent)
+                .chain(plans.iter().map(|p| {
                     Resource::new(format!("dstore://plan/{}", p.plan_id), format!("plan {}", p.plan_id))
-                        .with_description(format!("{} decisions, as JSON Lines", p.decisions))
+                        .with_description(format!("{}, as JSON Lines", count(p.decisions, "decision")))
                         .with_mime_type("application/jsonl")
-                })
+                }))
                 .collect(),
         ))
     }
@@ -175,8 +212,34 @@ impl ServerHandler for Server {
     }
 }
 
+/// The resource of the plans changed last.
+const RECENT_PLANS: &str = "dstore://plans/recent";
+/// How many plans it lists.
+const RECENT: usize = 50;
+
+/// The name of the prompt that tells an agent how to use the store.
+const PROMPT: &str = "use_the_decision_store";
+/// Its text: the instruction text of docs/agents.md ("What to tell the
+/// agent"), which a test holds equal to this file.
+const AGENT_INSTRUCTIONS: &str = include_str!("instructions.txt");
+
 /// The text and MIME type of a `dstore://` resource.
 fn read_resource(stores: &Stores, uri: &str) -> Outcome<(String, &'static str)> {
+    if uri == RECENT_PLANS {
+        let plans = stores.read(|s| s.recent_plans(""))?;
+        let rows: Vec<serde_json::Value> = plans
+            .iter()
+            .take(RECENT)
+            .map(|p| {
+                serde_json::json!({"plan_id": p.plan_id.to_string(), "goal": p.goal, "decisions": p.decisions,
+                    "started_at": utc_ms(p.first_ms), "updated_at": utc_ms(p.last_ms)})
+            })
+            .collect();
+        return Ok((
+            serde_json::to_string_pretty(&serde_json::json!({"plans": rows})).unwrap_or_default(),
+            "application/json",
+        ));
+    }
     if let Some(id) = uri.strip_prefix("dstore://decision/") {
         let id = DecisionId::parse(id).map_err(|e| Refusal(format!("{uri}: {e}")))?;
         return stores.read(|s| Ok((s.decision(id)?.to_json(), "application/json")));
@@ -195,7 +258,9 @@ fn read_resource(stores: &Stores, uri: &str) -> Outcome<(String, &'static str)> 
             Ok((text, "application/jsonl"))
         });
     }
-    Err(Refusal(format!("{uri}: not a resource of this server (dstore://decision/ID or dstore://plan/ID)")))
+    Err(Refusal(format!(
+        "{uri}: not a resource of this server ({RECENT_PLANS}, dstore://decision/ID or dstore://plan/ID)"
+    )))
 }
 
 /// `dstore mcp`: the store's tools for one agent, on stdin and stdout.

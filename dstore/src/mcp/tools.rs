@@ -11,11 +11,13 @@ use decision_store::projection::{
     Cl100k, ContextFragment, Depth, ProjectionSpec, Ranking, DEFAULT_BUDGET, DEFAULT_RANKING,
 };
 use decision_store::stale::StaleOptions;
+use decision_store::time::utc_ms;
 use decision_store::uko::Direction;
 use serde_json::{json, Map, Value};
 
 use super::args::{Args, Outcome, Refusal};
 use crate::app::stores::Stores;
+use crate::app::text::count;
 
 /// What a tool gives back: the structured result and a line for the model.
 pub struct Answer {
@@ -98,15 +100,16 @@ pub fn all() -> Vec<Tool> {
         },
         Tool {
             name: "get_decision",
-            description: "One decision in full, the ids of its children, its correction chain (original first) \
-                and the decision that stands now in its place.",
+            description: "One decision in full, when it was recorded, the ids of its children, its correction \
+                chain (original first) and the decision that stands now in its place.",
             writes: false,
             idempotent: true,
             input: input(&["decision_id"], json!({"decision_id": ulid})),
             output: with_defs(
                 object(
                     &["decision", "children", "correction_chain", "standing_decision_id"],
-                    json!({"decision": decision, "children": ids, "correction_chain": ids, "standing_decision_id": ulid}),
+                    json!({"decision": decision, "made_at": {"type": "string", "description": "When it was recorded (RFC 3339, from its id)."},
+                        "children": ids, "correction_chain": ids, "standing_decision_id": ulid}),
                 ),
                 &decision,
             ),
@@ -115,20 +118,28 @@ pub fn all() -> Vec<Tool> {
         },
         Tool {
             name: "list_plans",
-            description: "The plans in the store, with their decision counts and sequence ranges.",
+            description: "The plans in the store, the most recently changed first: each with its goal (its \
+                prompt_definition's chosen option), when it started and last changed, its decision count and \
+                sequence range. `query` keeps the plans whose goal holds all of its words.",
             writes: false,
             idempotent: true,
-            input: input(&[], page.clone()),
+            input: input(
+                &[],
+                with(&page, json!({"query": {"type": "string", "description": "Words the plan's goal must hold."}})),
+            ),
             output: object(
                 &["plans", "next_cursor"],
                 json!({"plans": {"type": "array", "items": {"type": "object",
                     "required": ["plan_id", "decisions", "first_sequence", "last_sequence"],
                     "properties": {"plan_id": ulid, "decisions": {"type": "integer"},
-                        "first_sequence": {"type": "integer"}, "last_sequence": {"type": "integer"}}}},
+                        "first_sequence": {"type": "integer"}, "last_sequence": {"type": "integer"},
+                        "goal": {"type": ["string", "null"]},
+                        "started_at": {"type": "string", "description": "RFC 3339, from its first decision's id."},
+                        "updated_at": {"type": "string", "description": "RFC 3339, from its last decision's id."}}}},
                     "next_cursor": next}),
             ),
             run: list_plans,
-            fields: &["limit", "cursor"],
+            fields: &["query", "limit", "cursor"],
         },
         Tool {
             name: "plan_tree",
@@ -250,6 +261,7 @@ const RECORD_FIELDS: &[&str] = &[
     "artifacts_produced",
     "metadata",
     "observed",
+    "supersedes",
     "sequence",
 ];
 
@@ -266,6 +278,10 @@ fn record_input(decision: &Value) -> Value {
         "observed".into(),
         json!({"type": "array", "items": {"type": "string"},
             "description": "URIs of the graph nodes this decision rests on; the store records their current versions as its context_snapshot."}),
+    );
+    properties.insert(
+        "supersedes".into(),
+        json!({"type": "string", "description": "A decision of the same plan that this one replaces: the decision and the link are stored together."}),
     );
     properties["plan_id"]["description"] =
         "Omitted: a new plan, whose first decision must be a prompt_definition.".into();
@@ -312,8 +328,8 @@ fn record_decision(stores: &Stores, args: Args) -> Outcome<Answer> {
     args.opt_u32("sequence")?;
     let mut fields = args.into_map();
     fields.remove("observed");
-    let (decision, placement) = stores.read(|store| store.prepare_record(fields, &observed))?;
-    let stored = stores.insert(decision, placement)?;
+    let insertion = stores.read(|store| store.prepare_record(fields, &observed))?;
+    let stored = stores.insert(insertion)?;
     let text = format!(
         "recorded {} {} (plan {}, sequence {})",
         stored.decision_type().as_str(),
@@ -346,13 +362,16 @@ fn get_decision(stores: &Stores, args: Args) -> Outcome<Answer> {
             Ok((decision, children, chain, store.standing_decision(id)?.decision_id().to_string()))
         })?;
         let text = format!(
-            "{} {id}: {} ({} children; {standing} stands)",
+            "{} {id}: {} ({}; {standing} stands)",
             decision.decision_type().as_str(),
             decision.chosen_option(),
-            children.len(),
+            match children.len() {
+                1 => "1 child".to_owned(),
+                n => format!("{n} children"),
+            },
         );
         answer(
-            json!({"decision": decision.to_json_value(), "children": children,
+            json!({"decision": decision.to_json_value(), "made_at": utc_ms(id.timestamp_ms()), "children": children,
                 "correction_chain": chain, "standing_decision_id": standing}),
             text,
         )
@@ -361,12 +380,14 @@ fn get_decision(stores: &Stores, args: Args) -> Outcome<Answer> {
 
 fn list_plans(stores: &Stores, args: Args) -> Outcome<Answer> {
     let page = args.page()?;
-    let plans = stores.read(|store| store.plans())?;
+    let words = args.opt_str("query")?.unwrap_or("").to_owned();
+    let plans = stores.read(|store| store.recent_plans(&words))?;
     let total = plans.len();
     let (rows, next) = page.of(
         plans.into_iter().map(|p| {
             json!({"plan_id": p.plan_id.to_string(), "decisions": p.decisions,
-                "first_sequence": p.first_sequence, "last_sequence": p.last_sequence})
+                "first_sequence": p.first_sequence, "last_sequence": p.last_sequence, "goal": p.goal,
+                "started_at": utc_ms(p.first_ms), "updated_at": utc_ms(p.last_ms)})
         }),
         total,
     );
@@ -413,7 +434,11 @@ fn fragments_json(fragments: &[ContextFragment]) -> Vec<Value> {
 }
 
 fn context_answer(fragments: &[ContextFragment], total: usize, dropped: usize) -> Outcome<Answer> {
-    let text = format!("{} fragments, {total} tokens ({dropped} left out by the budget)", fragments.len());
+    let text = format!(
+        "{}, {} ({dropped} left out by the budget)",
+        count(fragments.len() as u64, "fragment"),
+        count(total as u64, "token")
+    );
     answer(json!({"fragments": fragments_json(fragments), "total_tokens": total, "dropped": dropped}), text)
 }
 

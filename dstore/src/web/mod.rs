@@ -163,8 +163,9 @@ fn answer<T>(shown: Shown<T>, ok: impl FnOnce(T) -> Response) -> Response {
     }
 }
 
-async fn api_plans(State(stores): State<Arc<Stores>>) -> Response {
-    answer(read(stores, |s| Ok(plan_rows(s)?)).await, |rows| pretty(&rows))
+async fn api_plans(State(stores): State<Arc<Stores>>, request: Request) -> Response {
+    let words = query(&request, "q").unwrap_or_default();
+    answer(read(stores, move |s| Ok(plan_rows(s, &words)?)).await, |rows| pretty(&rows))
 }
 
 async fn api_tree(State(stores): State<Arc<Stores>>, Path(id): Path<String>, request: Request) -> Response {

@@ -16,9 +16,10 @@ use decision_store::Error;
 use serde_json::Value;
 
 use super::{decision_id, outline_of, plan_id, query, read, Shown};
+use crate::app::form::encode;
 use crate::app::reports::{plan_rows, PlanRow};
 use crate::app::stores::Stores;
-use crate::app::text::{confidence, figure};
+use crate::app::text::{confidence, count, figure};
 
 /// Escapes text for HTML content and for quoted attribute values.
 pub fn esc(text: &str) -> String {
@@ -31,19 +32,6 @@ pub fn esc(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Escapes text for a URL's query value.
-fn url(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
         }
     }
     out
@@ -99,6 +87,7 @@ fn shown(shown: Shown<Response>) -> Response {
 /// The plans' columns: the query's `sort` name and the header.
 const PLAN_COLUMNS: &[(&str, &str)] = &[
     ("plan", "Plan"),
+    ("goal", "Goal"),
     ("decisions", "Decisions"),
     ("depth", "Depth"),
     ("corrections", "Corrections"),
@@ -113,14 +102,25 @@ pub async fn plans(State(stores): State<Arc<Stores>>, request: Request) -> Respo
     let sort = query(&request, "sort").unwrap_or_else(|| "last".into());
     let desc = query(&request, "desc").map_or(sort == "last", |v| v == "1");
     let filter = query(&request, "q").unwrap_or_default();
-    let data = read(stores, |s| {
-        let rows = plan_rows(s)?;
-        let stale = s.stale(StaleOptions { plan: None, all: true })?;
+    let words = filter.clone();
+    let data = read(stores, move |s| {
+        // An id, the beginning of one, or PLAN#SEQ: straight to it.
+        if let Some(to) = found(s, words.trim()) {
+            return Ok(Err(to));
+        }
+        let rows = plan_rows(s, &words)?;
+        let total = s.decision_counts()?.plans;
+        // Without a graph nothing can be compared: the column says so.
+        let stale = compared(s.stale(StaleOptions::default()))?;
         let types = s.plan_type_counts()?;
-        Ok((rows, stale, types))
+        Ok(Ok((rows, total, stale, types)))
     })
     .await;
-    shown(data.map(|(rows, stale, types)| {
+    shown(data.map(|found| {
+        let (rows, total, stale, types) = match found {
+            Ok(data) => data,
+            Err(to) => return axum::response::Redirect::to(&to).into_response(),
+        };
         let types: HashMap<String, String> = types
             .into_iter()
             .map(|(plan, counts)| {
@@ -130,28 +130,40 @@ pub async fn plans(State(stores): State<Arc<Stores>>, request: Request) -> Respo
                 (plan.to_string(), text)
             })
             .collect();
-        plans_page(rows, &stale, &types, &sort, desc, &filter)
+        plans_page(rows, total, stale.as_ref(), &types, &sort, desc, &filter)
     }))
 }
 
+/// Where a search for `text` goes when it names a decision (an id, the
+/// beginning of one, `PLAN#SEQ`) or a plan rather than words of a goal.
+fn found(s: &decision_store::store::Store, text: &str) -> Option<String> {
+    if text.is_empty() || text.contains(char::is_whitespace) {
+        return None;
+    }
+    if let Ok(id) = s.find_decision(text) {
+        return Some(format!("/decision/{id}"));
+    }
+    s.find_plan(text).ok().map(|plan| format!("/plan/{plan}"))
+}
+
+#[allow(clippy::too_many_arguments)] // the page's data and the query's three parts
 fn plans_page(
     mut rows: Vec<PlanRow>,
-    stale: &StaleReport,
+    total: u64,
+    stale: Option<&StaleReport>,
     types: &HashMap<String, String>,
     sort: &str,
     desc: bool,
     filter: &str,
 ) -> Response {
     let mut stale_in: HashMap<String, u64> = HashMap::new();
-    for s in &stale.stale {
+    for s in stale.iter().flat_map(|r| &r.stale) {
         *stale_in.entry(s.plan_id.to_string()).or_default() += 1;
     }
-    let total = rows.len();
-    let needle = filter.to_lowercase();
-    rows.retain(|r| needle.is_empty() || r.plan_id.to_lowercase().contains(&needle));
     let stale_of = |r: &PlanRow| stale_in.get(&r.plan_id).copied().unwrap_or(0);
     match sort {
         "plan" => rows.sort_by(|a, b| a.plan_id.cmp(&b.plan_id)),
+        "goal" => rows.sort_by(|a, b| a.goal.cmp(&b.goal)),
         "decisions" => rows.sort_by_key(|r| r.decisions),
         "depth" => rows.sort_by_key(|r| r.max_depth),
         "corrections" => rows.sort_by_key(|r| r.corrections),
@@ -169,15 +181,20 @@ fn plans_page(
         body,
         "<h1>Plans</h1><form class=\"filter\" method=\"get\" action=\"/\">\
          <input type=\"hidden\" name=\"sort\" value=\"{}\"><input type=\"hidden\" name=\"desc\" value=\"{}\">\
-         <label>Plan id contains <input name=\"q\" value=\"{}\" autocomplete=\"off\"></label>\
-         <button>Filter</button></form><p class=\"muted\">{} of {total} plans</p>",
+         <label>Goal words, or an id <input name=\"q\" value=\"{}\" autocomplete=\"off\" \
+         placeholder=\"rate limit, 01JD…, PLAN#3\"></label>\
+         <button>Find</button></form><p class=\"muted\">{} of {total} plans</p>",
         esc(sort),
         u8::from(desc),
         esc(filter),
         rows.len()
     );
     if rows.is_empty() {
-        body.push_str("<p>No plans here yet: agents record decisions with <code>record_decision</code>.</p>");
+        if total > 0 {
+            let _ = write!(body, "<p>No plan's goal holds “{}”.</p>", esc(filter));
+        } else {
+            body.push_str("<p>No plans here yet: agents record decisions with <code>record_decision</code>.</p>");
+        }
         return page("Plans", &body);
     }
     body.push_str("<table class=\"grid\"><thead><tr>");
@@ -192,27 +209,29 @@ fn plans_page(
         } else {
             ""
         };
-        let numeric = if matches!(*key, "plan" | "types" | "first" | "last") { "" } else { " class=\"n\"" };
+        let numeric = if matches!(*key, "plan" | "goal" | "types" | "first" | "last") { "" } else { " class=\"n\"" };
         let _ = write!(
             body,
             "<th{numeric}><a href=\"/?sort={key}&amp;desc={}&amp;q={}\">{name}{arrow}</a></th>",
             u8::from(next_desc),
-            esc(&url(filter))
+            esc(&encode(filter))
         );
     }
     body.push_str("</tr></thead><tbody>");
     for r in &rows {
-        let stale = stale_of(r);
+        let n = stale_of(r);
+        let stale = if stale_in.is_empty() && stale.is_none() { "–".to_owned() } else { n.to_string() };
         let _ = write!(
             body,
-            "<tr><td><a class=\"id\" href=\"/plan/{id}\">{id}</a></td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+            "<tr><td><a class=\"id\" href=\"/plan/{id}\">{id}</a></td><td class=\"goal\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n{}\">{stale}</td><td class=\"types\">{}</td><td class=\"time\" title=\"{first}\">{}</td>\
              <td class=\"time\" title=\"{last}\">{}</td></tr>",
+            esc(&cut(r.goal.as_deref().unwrap_or(""), 80)),
             r.decisions,
             r.max_depth,
             r.corrections,
             r.superseded,
-            if stale > 0 { " warn" } else { "" },
+            if n > 0 { " warn" } else { "" },
             esc(types.get(&r.plan_id).map_or("", String::as_str)),
             esc(&minutes(&r.first)),
             esc(&minutes(&r.last)),
@@ -248,7 +267,7 @@ pub async fn plan(State(stores): State<Arc<Stores>>, Path(id): Path<String>, req
         let _ = write!(
             body,
             "<h1>Plan <span class=\"id\">{plan}</span></h1>\
-             <p class=\"muted\">{} decisions, {} standing, depth {}. \
+             <p class=\"muted\">{}, {} standing, depth {}. \
              <a href=\"/plan/{plan}{}\">{}</a> · <a href=\"/api/plan/{plan}/tree\">JSON</a></p>\
              <div class=\"tools\"><input id=\"search\" type=\"search\" placeholder=\"Search options and types (/)\" \
              autocomplete=\"off\"><button id=\"expand\" type=\"button\">Expand all</button>\
@@ -258,7 +277,7 @@ pub async fn plan(State(stores): State<Arc<Stores>>, Path(id): Path<String>, req
              <span class=\"tag superseded\">superseded</span> · keys: <kbd>j</kbd>/<kbd>k</kbd> move, \
              <kbd>Enter</kbd> open, <kbd>←</kbd>/<kbd>→</kbd> collapse/expand</p>\
              <div id=\"tree\" data-plan=\"{plan}\" data-count=\"{}\" data-effective=\"{}\">{outline}</div>",
-            tree.len(),
+            count(tree.len() as u64, "decision"),
             tree.effective().len(),
             tree.max_depth(),
             if effective { "" } else { "?effective=1" },
@@ -307,15 +326,24 @@ fn outline(tree: &DecisionTree, effective_only: bool) -> String {
 fn row(tree: &DecisionTree, d: &Decision, hidden_levels: usize) -> String {
     let id = d.decision_id();
     let corrected = tree.corrected_by(id);
-    let (state, mark) = if !corrected.is_empty() {
-        ("corrected", format!("corrected by {}", seqs(tree, corrected)))
-    } else if let Some(s) = d.superseded_by() {
-        ("superseded", format!("superseded by {}", seqs(tree, &[s])))
-    } else if tree.is_effective(id) {
-        ("standing", "standing".to_owned())
-    } else {
-        ("overturned", "overturned above".to_owned())
+    // Every link that overturned it (an old store may hold both kinds).
+    let mut marks = Vec::new();
+    if !corrected.is_empty() {
+        marks.push(format!("corrected by {}", seqs(tree, corrected)));
+    }
+    if let Some(s) = d.superseded_by() {
+        marks.push(format!("superseded by {}", seqs(tree, &[s])));
+    }
+    let state = match (corrected.is_empty(), d.superseded_by().is_some()) {
+        (false, _) => "corrected",
+        (true, true) => "superseded",
+        (true, false) if tree.is_effective(id) => "standing",
+        (true, false) => "overturned",
     };
+    if marks.is_empty() {
+        marks.push(if state == "standing" { "standing" } else { "overturned above" }.to_owned());
+    }
+    let mark = marks.join("; ");
     let deeper =
         if hidden_levels > 0 { format!("<span class=\"muted\">⋯{hidden_levels} </span>") } else { String::new() };
     format!(
@@ -345,7 +373,7 @@ pub async fn decision(State(stores): State<Arc<Stores>>, Path(id): Path<String>)
         let id = decision_id(&id)?;
         let tree = s.tree_of(id)?;
         let plan = tree.get(id).ok_or_else(|| Error::DecisionNotFound(id.to_string()))?.plan_id();
-        let stale = s.stale(StaleOptions { plan: Some(plan), all: true })?;
+        let stale = compared(s.stale(StaleOptions { plan: Some(plan), all: true }))?.unwrap_or_default();
         Ok((id, tree, stale))
     })
     .await;
@@ -382,47 +410,21 @@ fn decision_page(id: DecisionId, tree: &DecisionTree, stale: &StaleReport) -> Re
         esc(d.chosen_option()),
         plan = d.plan_id(),
     );
-    // Every field, as the interchange JSON has it.
-    body.push_str("<h2>Fields</h2><dl class=\"fields\">");
-    if let Value::Object(fields) = d.to_json_value() {
-        for (key, value) in &fields {
-            let shown = match value {
-                Value::Null => "<span class=\"muted\">–</span>".to_owned(),
-                Value::String(s) if key == "plan_id" => format!("<a class=\"id\" href=\"/plan/{0}\">{0}</a>", esc(s)),
-                Value::String(s) if key.ends_with("decision_id") || key == "superseded_by" => {
-                    format!("<a class=\"id\" href=\"/decision/{0}\">{0}</a>", esc(s))
-                }
-                Value::String(s) => esc(s),
-                Value::Number(n) => n.to_string(),
-                Value::Bool(b) => b.to_string(),
-                Value::Array(a) if a.is_empty() => "<span class=\"muted\">none</span>".to_owned(),
-                other => format!(
-                    "<pre>{}</pre>",
-                    esc(&serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()))
-                ),
-            };
-            let _ = write!(body, "<dt>{}</dt><dd>{shown}</dd>", esc(key));
-        }
+    // What a person reads first: when, how sure, why, and what was turned down.
+    let _ = write!(
+        body,
+        "<dl class=\"fields summary\"><dt>made</dt><dd class=\"time\">{}</dd><dt>confidence</dt><dd>{}</dd>",
+        esc(&decision_store::time::utc_ms(id.timestamp_ms())),
+        confidence(d.confidence_score()),
+    );
+    if !d.rationale().is_empty() {
+        let _ = write!(body, "<dt>rationale</dt><dd>{}</dd>", esc(d.rationale()));
+    }
+    for a in d.alternatives() {
+        let why = a.rationale().map(|r| format!(" <span class=\"muted\">({})</span>", esc(r))).unwrap_or_default();
+        let _ = write!(body, "<dt>turned down</dt><dd>{}{why}</dd>", esc(a.option()));
     }
     body.push_str("</dl>");
-
-    body.push_str("<h2>In the tree</h2><dl class=\"fields\"><dt>parent</dt><dd>");
-    match d.parent_decision_id() {
-        Some(p) => body.push_str(&link(tree, p)),
-        None => body.push_str("<span class=\"muted\">the plan's root</span>"),
-    }
-    body.push_str("</dd><dt>children</dt><dd>");
-    let children = tree.children(id);
-    if children.is_empty() {
-        body.push_str("<span class=\"muted\">none</span>");
-    } else {
-        body.push_str("<ul>");
-        for c in children {
-            let _ = write!(body, "<li>{}</li>", link(tree, c.decision_id()));
-        }
-        body.push_str("</ul>");
-    }
-    body.push_str("</dd></dl>");
 
     let chain = tree.correction_chain(id);
     let path = tree.supersession_path(id);
@@ -449,6 +451,24 @@ fn decision_page(id: DecisionId, tree: &DecisionTree, stale: &StaleReport) -> Re
     if let Some(s) = standing {
         let _ = write!(body, "<p>What stands now: {}</p>", link(tree, s.decision_id()));
     }
+
+    body.push_str("<h2>In the tree</h2><dl class=\"fields\"><dt>parent</dt><dd>");
+    match d.parent_decision_id() {
+        Some(p) => body.push_str(&link(tree, p)),
+        None => body.push_str("<span class=\"muted\">the plan's root</span>"),
+    }
+    body.push_str("</dd><dt>children</dt><dd>");
+    let children = tree.children(id);
+    if children.is_empty() {
+        body.push_str("<span class=\"muted\">none</span>");
+    } else {
+        body.push_str("<ul>");
+        for c in children {
+            let _ = write!(body, "<li>{}</li>", link(tree, c.decision_id()));
+        }
+        body.push_str("</ul>");
+    }
+    body.push_str("</dd></dl>");
 
     let impact = tree.impact(id);
     let _ = write!(
@@ -496,15 +516,60 @@ fn decision_page(id: DecisionId, tree: &DecisionTree, stale: &StaleReport) -> Re
         }
         body.push_str("</tbody></table>");
     }
+    // Every field, as the interchange JSON has it: last, folded.
+    body.push_str("<details class=\"all-fields\"><summary>Every field</summary><dl class=\"fields\">");
+    if let Value::Object(fields) = d.to_json_value() {
+        for (key, value) in &fields {
+            let shown = match value {
+                Value::Null => "<span class=\"muted\">–</span>".to_owned(),
+                Value::String(s) if key == "plan_id" => format!("<a class=\"id\" href=\"/plan/{0}\">{0}</a>", esc(s)),
+                Value::String(s) if key.ends_with("decision_id") || key == "superseded_by" => {
+                    format!("<a class=\"id\" href=\"/decision/{0}\">{0}</a>", esc(s))
+                }
+                Value::String(s) => esc(s),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                Value::Array(a) if a.is_empty() => "<span class=\"muted\">none</span>".to_owned(),
+                other => format!(
+                    "<pre>{}</pre>",
+                    esc(&serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()))
+                ),
+            };
+            let _ = write!(body, "<dt>{}</dt><dd>{shown}</dd>", esc(key));
+        }
+    }
+    body.push_str("</dl></details>");
+
     let _ = write!(body, "<p class=\"muted\"><a href=\"/api/decision/{id}\">JSON</a></p>");
     page(&format!("{} #{}", d.decision_type(), d.sequence()), &body)
 }
 
 // ---- stale ----
 
-pub async fn stale(State(stores): State<Arc<Stores>>) -> Response {
-    let data = read(stores, |s| Ok(s.stale(StaleOptions { plan: None, all: true })?)).await;
+/// A staleness report, or `None` when the store has no graph to compare with.
+fn compared(report: decision_store::Result<StaleReport>) -> decision_store::Result<Option<StaleReport>> {
+    match report {
+        Ok(r) => Ok(Some(r)),
+        Err(Error::EmptyGraph { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+pub async fn stale(State(stores): State<Arc<Stores>>, request: Request) -> Response {
+    // As `dstore stale`: the decisions that stand; `?all=1` adds the overturned ones.
+    let all = query(&request, "all").is_some_and(|v| v == "1");
+    let data = read(stores, move |s| match s.stale(StaleOptions { plan: None, all }) {
+        Err(e @ Error::EmptyGraph { .. }) => Ok(Err(e.to_string())),
+        other => Ok(Ok(other?)),
+    })
+    .await;
     shown(data.map(|report| {
+        let report = match report {
+            Ok(r) => r,
+            Err(why) => {
+                return page("Stale decisions", &format!("<h1>Stale decisions</h1><p>{}</p>", esc(&why)));
+            }
+        };
         let mut body = String::new();
         let _ = write!(
             body,
@@ -700,11 +765,11 @@ pub async fn context(State(stores): State<Arc<Stores>>, request: Request) -> Res
                 set.fragments.iter().map(|f| f.resource_uri()).filter(|r| !r.is_empty()).collect();
             let _ = write!(
                 body,
-                "<p class=\"muted\">{} fragments from {} resources, {} of {budget} tokens; {} left out by the budget.</p>\
+                "<p class=\"muted\">{} from {}, {} of {budget} tokens; {} left out by the budget.</p>\
                  <p class=\"legend\"><span class=\"depth d9\">full source</span> <span class=\"depth d4\">signatures</span> \
                  <span class=\"depth d1\">outline</span> <span class=\"depth d0\">names</span></p>",
-                set.fragments.len(),
-                files.len(),
+                count(set.fragments.len() as u64, "fragment"),
+                count(files.len() as u64, "resource"),
                 set.total_tokens,
                 set.dropped.len()
             );
@@ -719,10 +784,10 @@ pub async fn context(State(stores): State<Arc<Stores>>, request: Request) -> Res
                 };
                 let _ = write!(
                     body,
-                    "<section class=\"fragment depth {depth}\"><h3><code>{}</code> <span class=\"muted\">depth {}, {} tokens</span></h3><pre>{}</pre></section>",
+                    "<section class=\"fragment depth {depth}\"><h3><code>{}</code> <span class=\"muted\">depth {}, {}</span></h3><pre>{}</pre></section>",
                     esc(f.uko_node()),
                     f.detail_depth(),
-                    f.tokens(),
+                    count(f.tokens() as u64, "token"),
                     esc(f.content())
                 );
             }
@@ -818,7 +883,6 @@ mod tests {
         assert_eq!(esc("<script>alert('x')</script>"), "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;");
         assert_eq!(esc("\" onmouseover=\"x"), "&quot; onmouseover=&quot;x");
         assert_eq!(esc("a & b"), "a &amp; b");
-        assert_eq!(url("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
         assert_eq!(cut("abcdef", 3), "abc…");
         assert_eq!(cut("abc", 3), "abc");
     }

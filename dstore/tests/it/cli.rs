@@ -280,7 +280,7 @@ fn environment_and_input_errors_are_one_clear_line() {
         .unwrap();
     fails(&["info", s(&future)], 2, "newer than this library");
     fails(&["import", s(&future), s(&demo.path("nothing"))], 2, "nothing");
-    fails(&["show", demo.db(), "not-a-ulid"], 2, "decision id on the command line");
+    fails(&["show", demo.db(), "not-a-ulid"], 2, "\"not-a-ulid\" is not an id or the beginning of one");
     fails(&["show", demo.db(), "01ARZ3NDEKTSV4RRFFQ69G5FAV"], 2, "decision 01ARZ3NDEKTSV4RRFFQ69G5FAV not found");
     fails(&["tree", demo.db(), "01ARZ3NDEKTSV4RRFFQ69G5FAV"], 2, "plan 01ARZ3NDEKTSV4RRFFQ69G5FAV not found");
     fails(&["export", demo.db(), "--plan", "01ARZ3NDEKTSV4RRFFQ69G5FAV"], 2, "not found");
@@ -363,7 +363,12 @@ fn show_tree_chain_and_impact_report_the_history() {
     let impact = json(&["impact", demo.db(), lua["decision_id"].as_str().unwrap(), "--format", "json"]);
     assert_eq!(impact["descendants"].as_array().unwrap().len(), 4);
     assert_eq!(impact["artifacts"], serde_json::json!(["src/api/ratelimit.lua"]));
-    assert_eq!(impact["downstream_decisions"], serde_json::json!([s3["decision_id"]]));
+    // Downstream: what the subplan built on the load test's acceptance, never an ancestor.
+    let downstream = impact["downstream_decisions"].as_array().unwrap();
+    assert_eq!(downstream.len(), 1);
+    assert_ne!(downstream[0], s3["decision_id"]);
+    let built = json(&["show", demo.db(), downstream[0].as_str().unwrap(), "--format", "json"]);
+    assert_eq!(built["decision"]["chosen_option"], "A Starlette middleware keyed by API key");
     let spawn = find(&all, "Spawn a subplan");
     let impact = json(&["impact", demo.db(), spawn["decision_id"].as_str().unwrap(), "--format", "json"]);
     assert_eq!(impact["downstream_plans"].as_array().unwrap().len(), 1);

@@ -298,7 +298,10 @@ fn an_anchored_digest_detects_a_full_rewrite_and_survives_appends() {
 
     // Appends keep every earlier anchor valid.
     let mut store = Store::open(&path).unwrap();
-    let extra = decision_store::Decision::builder(PlanId::parse(&plan_id).unwrap(), DecisionType::UserIntervention, 99)
+    let plan = PlanId::parse(&plan_id).unwrap();
+    let root = store.plan_decisions(plan).unwrap()[0].decision_id();
+    let extra = decision_store::Decision::builder(plan, DecisionType::UserIntervention, 99)
+        .parent(root)
         .chosen_option("later")
         .build()
         .unwrap();
@@ -773,7 +776,9 @@ fn an_anchor_whose_entry_was_removed_fails() {
     let plan = store.decision(id.parse().unwrap()).unwrap().plan_id();
     let anchor =
         store.digest().unwrap().plans.into_iter().find(|a| a.scope == AnchorScope::Plan(plan.to_string())).unwrap();
-    let later = decision_store::Decision::builder(plan, DecisionType::UserIntervention, 50).build().unwrap();
+    let root = store.plan_decisions(plan).unwrap()[0].decision_id();
+    let later =
+        decision_store::Decision::builder(plan, DecisionType::UserIntervention, 50).parent(root).build().unwrap();
     store.insert(&later).unwrap();
     drop(store);
     assert_eq!(dstore(&["check", s(&path), "--expect", &anchor.to_string()]).code, 0);

@@ -6,6 +6,7 @@
 mod common;
 
 mod cli;
+mod first_hour;
 mod floors;
 mod ingest;
 mod integrity;

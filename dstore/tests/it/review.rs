@@ -83,12 +83,14 @@ impl Fixture {
             .build()
             .unwrap();
         let side = Decision::builder(p1, ResourceSelection, 5)
+            .parent(root.decision_id())
             .context_snapshot(store.snapshot_of(&["class://C"]).unwrap())
             .build()
             .unwrap();
         let old_child = Decision::builder(p1, ToolInvocation, 6).parent(old.decision_id()).build().unwrap();
         let unversioned = decision_store::ResourceRef::new("class://B", None, None).unwrap();
         let loose = Decision::builder(p1, ToolInvocation, 7)
+            .parent(root.decision_id())
             .context_snapshot(decision_store::ContextSnapshot::new("", vec![unversioned], None))
             .build()
             .unwrap();
@@ -176,13 +178,14 @@ fn a_changed_node_makes_its_decisions_stale_and_puts_what_builds_on_them_at_risk
     assert_eq!(changed["resource_id"], "class://A");
     assert_eq!(changed["recorded_version"], "v1");
     assert_eq!(changed["current_version"], "v2");
-    // Below root: child, grandchild, fix, old_child (old is overturned); downstream:
+    // Below root: child, grandchild, fix, side, old_child, loose (old is overturned); downstream:
     // other in plan 2, its child, and the id that child names but nobody stored.
     // The cycle back to root ends there.
     let at_risk = &report["at_risk"];
     let mut risky = ids_of(at_risk);
     risky.sort_unstable();
-    let mut want = ["child", "grandchild", "fix", "old_child", "other", "leaf", "ghost"].map(|n| f.id(n));
+    let mut want =
+        ["child", "grandchild", "fix", "side", "old_child", "loose", "other", "leaf", "ghost"].map(|n| f.id(n));
     want.sort_unstable();
     assert_eq!(risky, want);
     let via = |name: &str| {
@@ -246,7 +249,9 @@ fn a_view_change_moves_an_unversioned_node_and_a_removed_node_is_gone() {
     let root = report.stale.iter().find(|d| d.decision_id.to_string() == f.id("root")).unwrap();
     assert_eq!(root.resources[0].current_version, None);
     assert!(report.at_risk.iter().any(|a| a.because_of[0].via == RiskPath::Downstream));
-    // Without a version, only presence is checked: B gone makes `loose` stale.
+    // Without a version, only presence is checked: B gone makes `loose` stale
+    // (D keeps the graph from being empty).
+    store.upsert_nodes(&[node("class://D", "class D: ...")]).unwrap();
     store.remove_nodes(&["class://B".into()]).unwrap();
     let report = store.stale(StaleOptions::default()).unwrap();
     let loose = report.stale.iter().find(|d| d.decision_id.to_string() == f.id("loose")).unwrap();
@@ -255,8 +260,9 @@ fn a_view_change_moves_an_unversioned_node_and_a_removed_node_is_gone() {
         (None, None)
     );
     // With no graph at all there is nothing to compare with: said, not reported as stale.
-    store.remove_nodes(&["class://C".into()]).unwrap();
+    store.remove_nodes(&["class://D".into()]).unwrap();
     assert_eq!(store.graph_counts().unwrap().nodes, 0);
+    assert!(matches!(store.stale(StaleOptions::default()), Err(decision_store::Error::EmptyGraph { resources: 5 })));
     drop(store);
     let r = dstore(&["stale", f.db()]);
     assert_eq!(r.code, 2);
@@ -438,7 +444,7 @@ fn bad_arguments_get_clear_messages_and_never_a_division_by_zero() {
     let plan = PlanId::generate().to_string();
     fails(&["calibration", s(&db), "--plan", &plan], 2, &format!("plan {plan} not found"));
     fails(&["stale", s(&db), "--plan", &plan], 2, &format!("plan {plan} not found"));
-    fails(&["stale", s(&db), "--plan", "nope"], 2, "plan id on the command line");
+    fails(&["stale", s(&db), "--plan", "nope"], 2, "invalid plan_id: \"nope\" is not an id");
     fails(&["calibration", s(&db), "--by", "colour"], 2, "invalid value 'colour'");
     fails(&["calibration", s(&db), "--settled-after=-1"], 2, "--settled-after");
     assert!(ok(&["stale", s(&db)]).contains("nothing stale"));

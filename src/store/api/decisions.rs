@@ -9,7 +9,7 @@ use crate::store::tables::decisions::{
 };
 use crate::store::tables::ledger::{plan_of, Ledger};
 use crate::store::tables::rows::{PreparedDecision, PreparedRow};
-use crate::store::{DecisionCounts, Digest, Placement, PlanSummary, Store};
+use crate::store::{DecisionCounts, Digest, Insertion, Placement, PlanSummary, Store};
 
 /// Inserts `d` (and its supersession link) at the place `placement` says;
 /// returns the decision as stored.
@@ -59,7 +59,8 @@ impl Store {
     /// Stores several decisions in one write transaction (a group commit),
     /// each with an outcome of its own: a decision that is refused (a
     /// reference not stored, an id or a sequence taken, a supersession
-    /// that would loop) is left out, and the others are stored. Items are
+    /// that would loop, a decision it supersedes that cannot be) is left
+    /// out, and the others are stored. Items are
     /// stored in order, so one may refer to an earlier one; a
     /// [`Placement::Next`] item takes its plan's next sequence as of the
     /// items before it.
@@ -74,12 +75,12 @@ impl Store {
     /// # Errors
     /// When the transaction itself fails ([`Error::Busy`], [`Error::Storage`],
     /// [`Error::ReadOnly`]): then none of the items is stored.
-    pub fn insert_each(&mut self, items: &[(Decision, Placement)]) -> Result<Vec<Result<Decision>>> {
+    pub fn insert_each(&mut self, items: &[Insertion]) -> Result<Vec<Result<Decision>>> {
         self.writable()?;
         self.once_more(|store| store.insert_each_once(items))
     }
 
-    fn insert_each_once(&mut self, items: &[(Decision, Placement)]) -> Result<Vec<Result<Decision>>> {
+    fn insert_each_once(&mut self, items: &[Insertion]) -> Result<Vec<Result<Decision>>> {
         let mut refused: Vec<Option<Error>> = items.iter().map(|_| None).collect();
         // A refused item ends the attempt, which rolls back (the transaction
         // may be spoilt, and the ledger gave the item its place in the
@@ -89,11 +90,17 @@ impl Store {
             let tx = self.conn.begin_write()?;
             let mut ledger = Ledger::begin(&tx)?;
             let mut stored = Vec::with_capacity(items.len());
-            for (i, (decision, placement)) in items.iter().enumerate() {
+            for (i, item) in items.iter().enumerate() {
                 if refused[i].is_some() {
                     continue;
                 }
-                match insert_placed(&tx, &mut ledger, decision, *placement) {
+                let placed = insert_placed(&tx, &mut ledger, &item.decision, item.placement).and_then(|d| {
+                    if let Some(old) = item.supersedes {
+                        link_supersession(&tx, &mut ledger, old, d.decision_id())?;
+                    }
+                    Ok(d)
+                });
+                match placed {
                     Ok(d) => stored.push(d),
                     // The transaction's failure, not the item's.
                     Err(e @ Error::ConnectionLost { .. }) => return Err(e),
@@ -355,6 +362,95 @@ impl Store {
         decisions::plan_summaries(&self.conn)
     }
 
+    /// The decision that `text` names as a person gives it: a whole id, a
+    /// unique beginning of one (any case), or `PLAN#SEQ`, the decision at
+    /// sequence SEQ of the plan whose id (or unique beginning of it) is PLAN,
+    /// as `dstore tree` shows decisions.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] naming `decision_id` for text that is no id, a
+    /// beginning that several ids share (listing some), or a plan's id (it
+    /// says so); [`Error::DecisionNotFound`] when no decision matches.
+    pub fn find_decision(&self, text: &str) -> Result<DecisionId> {
+        let text = text.trim();
+        if let Some((plan, seq)) = text.split_once('#') {
+            let plan = self.find_plan(plan)?;
+            let sequence: u32 = seq.trim().parse().map_err(|_| {
+                Error::validation("decision_id", format!("{text}: after `#` comes a sequence number, as `tree` shows"))
+            })?;
+            let id = decisions::at_sequence(&self.conn, plan, sequence)?
+                .ok_or_else(|| Error::DecisionNotFound(format!("#{sequence} of plan {plan}")))?;
+            return DecisionId::parse_field("decision_id", &id);
+        }
+        let prefix = id_prefix(text, "decision_id")?;
+        if prefix.len() == 26 {
+            if let Ok(id) = DecisionId::parse(&prefix) {
+                if self.get(id)?.is_some() {
+                    return Ok(id);
+                }
+            }
+        }
+        let found = decisions::ids_from(&self.conn, &prefix, false, 6)?;
+        match found.as_slice() {
+            [one] => DecisionId::parse_field("decision_id", one),
+            [] => match decisions::ids_from(&self.conn, &prefix, true, 2)?.as_slice() {
+                [plan] => Err(Error::validation(
+                    "decision_id",
+                    format!(
+                        "{} is a plan's id: its tree shows its decisions (`dstore tree`), and `{plan}#SEQ` names one",
+                        if plan.as_str() == prefix { text.to_owned() } else { format!("{text} begins {plan}, which") }
+                    ),
+                )),
+                _ => Err(Error::DecisionNotFound(text.to_owned())),
+            },
+            many => Err(ambiguous(text, "decision", many)),
+        }
+    }
+
+    /// The plan that `text` names: a whole plan id or a unique beginning of
+    /// one (any case).
+    ///
+    /// # Errors
+    /// [`Error::Validation`] naming `plan_id` for text that is no id or a
+    /// beginning that several plans share; [`Error::PlanNotFound`] when no
+    /// plan matches (a decision's id says so).
+    pub fn find_plan(&self, text: &str) -> Result<PlanId> {
+        let text = text.trim();
+        let prefix = id_prefix(text, "plan_id")?;
+        let found = decisions::ids_from(&self.conn, &prefix, true, 6)?;
+        match found.as_slice() {
+            [one] => PlanId::parse_field("plan_id", one),
+            [] => match decisions::ids_from(&self.conn, &prefix, false, 2)?.as_slice() {
+                [decision] => Err(Error::validation(
+                    "plan_id",
+                    format!(
+                        "{} is a decision's id: `dstore show` shows it",
+                        if decision.as_str() == prefix {
+                            text.to_owned()
+                        } else {
+                            format!("{text} begins {decision}, which")
+                        }
+                    ),
+                )),
+                _ => Err(Error::PlanNotFound(text.to_owned())),
+            },
+            many => Err(ambiguous(text, "plan", many)),
+        }
+    }
+
+    /// The plans whose goal (or id) holds every word of `words` (any case;
+    /// every plan when `words` is blank), the most recently changed first,
+    /// as people and agents look for a plan.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when rows cannot be read.
+    pub fn recent_plans(&self, words: &str) -> Result<Vec<PlanSummary>> {
+        let mut plans = self.plans()?;
+        plans.retain(|p| p.matches(words));
+        plans.sort_by(|a, b| b.last_ms.cmp(&a.last_ms).then(b.plan_id.cmp(&a.plan_id)));
+        Ok(plans)
+    }
+
     /// One plan's summary (a kept row, no decision read), `None` when the
     /// store holds no decision of `plan`.
     ///
@@ -392,4 +488,30 @@ impl Store {
     pub fn digest(&self) -> Result<Digest> {
         self.read_snapshot(|store| decisions::digest(&store.conn))
     }
+}
+
+/// `text` as the beginning of an id: upper case, Crockford base32 digits.
+fn id_prefix(text: &str, field: &str) -> Result<String> {
+    let prefix = text.to_ascii_uppercase();
+    let valid = |c: char| c.is_ascii_digit() || (c.is_ascii_uppercase() && !matches!(c, 'I' | 'L' | 'O' | 'U'));
+    if prefix.is_empty() || prefix.len() > 26 || !prefix.chars().all(valid) {
+        return Err(Error::validation(
+            field,
+            format!("{text:?} is not an id or the beginning of one (up to 26 of 0-9 and A-Z but I, L, O, U)"),
+        ));
+    }
+    Ok(prefix)
+}
+
+/// A beginning several ids share.
+fn ambiguous(text: &str, what: &str, ids: &[String]) -> Error {
+    let shown = ids.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    let more = if ids.len() > 5 { ", ..." } else { "" };
+    Error::validation(
+        format!("{what}_id"),
+        format!(
+            "{text} begins {} {what} ids ({shown}{more}): give more of it",
+            if ids.len() > 5 { "more than five" } else { "several" }
+        ),
+    )
 }

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use crate::decision::{Decision, DecisionId, DecisionType, PlanId};
 use crate::error::{Error, Result};
-use crate::store::{Placement, Store};
+use crate::store::{Insertion, Placement, Store};
 
 impl Store {
     /// The decision that `fields` (a decision in the interchange format,
@@ -18,17 +18,23 @@ impl Store {
     ///   ([`Placement::Next`]); a given one is kept ([`Placement::AsGiven`]);
     /// - `observed` (node URIs or relative file paths, as
     ///   [`Store::resolve_focus`] takes them): its `context_snapshot` records
-    ///   their current versions.
+    ///   their current versions;
+    /// - `supersedes` (a decision id): the stored decision this one replaces,
+    ///   linked in the same write.
     ///
-    /// Reads the graph only; the caller inserts the decision
-    /// ([`Store::insert_each`], or [`Store::insert_next`] for `Next`).
+    /// Reads the graph only; the caller stores the decision ([`Store::insert_each`]).
     ///
     /// # Errors
     /// [`Error::Validation`] naming the field at fault (`plan_id` for a
     /// new plan that does not start with a `prompt_definition`, `observed`
     /// for an entry that names no node), or the decoding error of a field.
-    pub fn prepare_record(&self, mut fields: Map<String, Value>, observed: &[String]) -> Result<(Decision, Placement)> {
+    pub fn prepare_record(&self, mut fields: Map<String, Value>, observed: &[String]) -> Result<Insertion> {
         let given = |fields: &Map<String, Value>, key: &str| fields.get(key).is_some_and(|v| !v.is_null());
+        let supersedes = match fields.remove("supersedes") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) => Some(DecisionId::parse_field("supersedes", &id)?),
+            Some(_) => return Err(Error::validation("supersedes", "must be a decision id")),
+        };
         let new_plan = !given(&fields, "plan_id");
         let placement = if given(&fields, "sequence") { Placement::AsGiven } else { Placement::Next };
         let corrects = given(&fields, "corrects_decision_id");
@@ -47,11 +53,12 @@ impl Store {
                 "is required unless the decision starts a new plan, which a prompt_definition does",
             ));
         }
-        if observed.is_empty() {
-            return Ok((decision, placement));
-        }
-        let uris = self.resolve_focus("observed", observed)?;
-        let snapshot = self.snapshot_of(&uris)?;
-        Ok((decision.to_builder().context_snapshot(snapshot).build()?, placement))
+        let decision = if observed.is_empty() {
+            decision
+        } else {
+            let snapshot = self.snapshot_of(&self.resolve_focus("observed", observed)?)?;
+            decision.to_builder().context_snapshot(snapshot).build()?
+        };
+        Ok(Insertion { decision, placement, supersedes })
     }
 }

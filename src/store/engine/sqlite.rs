@@ -36,11 +36,12 @@ pub(crate) fn error(e: rusqlite::Error) -> Error {
     let Some(failure) = e.sqlite_error() else { return Error::storage(e.to_string()) };
     let code = failure.extended_code;
     if code == rusqlite::ffi::SQLITE_READONLY_ROLLBACK {
-        // A writer died in a bulk load (`Conn::begin_unlogged_write`): its journal waits for a writable open.
+        // A writer died in a bulk load (`Bulk`): its journal waits for a writable
+        // connection, which `recover_journal` opens where the file allows it.
         return Error::Storage(StorageError::engine(
             EngineCode::Sqlite(code),
-            "a write was interrupted and left its journal to roll back, which a read-only open cannot do; \
-             open the store for writing once (e.g. `dstore init`)",
+            "a write was interrupted and left its journal to roll back, which a read-only open cannot do, and \
+             this process may not write the file; open the store for writing once as its owner (e.g. `dstore init`)",
         ));
     }
     let engine = StorageError::engine(EngineCode::Sqlite(code), e.to_string());
@@ -122,6 +123,32 @@ pub(crate) fn open(path: &Path, read_only: bool, functions: &[ScalarFunction]) -
     }
     .map_err(error)?;
     prepare(conn, functions)
+}
+
+/// True for the error of a read-only open that found a journal a dead
+/// writer left (SQLite's `SQLITE_READONLY_ROLLBACK`).
+pub(crate) fn is_rollback_pending(e: &Error) -> bool {
+    matches!(e, Error::Storage(s) if s.sqlite_code() == Some(rusqlite::ffi::SQLITE_READONLY_ROLLBACK))
+}
+
+/// Rolls back the journal that a writer killed in the middle of a write
+/// left beside `path` (as any writable open does, `sqlite3`'s too), and
+/// puts the file back into WAL: a crashed writer must not lock readers
+/// out. False, with nothing changed, when this process may not write the
+/// file. What the dead writer had committed stays; its unfinished
+/// transaction is undone.
+pub(crate) fn recover_journal(path: &Path) -> Result<bool> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let Ok(conn) = Connection::open_with_flags(path, flags) else { return Ok(false) };
+    conn.busy_handler(Some(poll_busy)).map_err(error)?;
+    // The first read of a writable connection rolls a hot journal back.
+    match conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)) {
+        Ok(_) => {}
+        Err(e) if e.sqlite_error().is_some_and(|f| f.code == rusqlite::ErrorCode::ReadOnly) => return Ok(false),
+        Err(e) => return Err(error(e)),
+    }
+    let _ = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0));
+    Ok(true)
 }
 
 /// A database in memory, with the settings of [`open`].

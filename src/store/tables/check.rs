@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::integrity::{self, Anchor, AnchorScope, GENESIS};
-use crate::decision::{DecisionTree, PlanId};
+use crate::decision::{DecisionId, DecisionTree, DecisionType, PlanId};
 use crate::error::Result;
 use crate::hash::{self, Hash};
 use crate::store::engine::{sqlite, Conn, ValueRef};
@@ -45,6 +45,12 @@ pub enum ProblemKind {
     SummaryMismatch,
     /// The store does not extend an anchored digest.
     AnchorMismatch,
+    /// A plan's root is not its prompt_definition, or a plan has several
+    /// roots (written before the plan model was enforced).
+    PlanRoot,
+    /// A correction or supersession of a decision that was overturned
+    /// already (written before the plan model was enforced).
+    OverturnedTarget,
 }
 
 impl ProblemKind {
@@ -64,6 +70,8 @@ impl ProblemKind {
             ProblemKind::ChainBroken => "chain_broken",
             ProblemKind::SummaryMismatch => "summary_mismatch",
             ProblemKind::AnchorMismatch => "anchor_mismatch",
+            ProblemKind::PlanRoot => "plan_root",
+            ProblemKind::OverturnedTarget => "overturned_target",
         }
     }
 }
@@ -483,6 +491,48 @@ fn check_summaries(conn: &Conn, walks: &[PlanWalk], problems: &mut Vec<Problem>)
     Ok(())
 }
 
+/// The plan model's rules (`docs/interchange.md`, "Shared semantics") in a
+/// plan written before they were enforced: one root, its prompt_definition;
+/// each correction and supersession of a decision that stood.
+fn check_plan_model(tree: &DecisionTree, plan: PlanId, problems: &mut Vec<Problem>) {
+    let roots = tree.roots();
+    if roots.len() > 1 {
+        let ids: Vec<String> = roots.iter().map(|d| d.decision_id().to_string()).collect();
+        problems.push(Problem::new(
+            ProblemKind::PlanRoot,
+            Some(ids[1].clone()),
+            format!("plan {plan} has {} roots ({}); a plan has one, its prompt_definition", ids.len(), ids.join(", ")),
+        ));
+    }
+    for root in roots.iter().filter(|d| d.decision_type() != DecisionType::PromptDefinition) {
+        let id = root.decision_id();
+        problems.push(Problem::new(
+            ProblemKind::PlanRoot,
+            Some(id.to_string()),
+            format!("{id}: a {} without a parent; a plan's root is its prompt_definition", root.decision_type()),
+        ));
+    }
+    for d in tree.decisions() {
+        let id = d.decision_id();
+        let mut correctors: Vec<DecisionId> = tree.corrected_by(id).to_vec();
+        correctors.sort_unstable();
+        for later in correctors.iter().skip(1) {
+            problems.push(Problem::new(
+                ProblemKind::OverturnedTarget,
+                Some(later.to_string()),
+                format!("{later} corrects {id}, which {} had corrected already", correctors[0]),
+            ));
+        }
+        if let (Some(first), Some(by)) = (correctors.first(), d.superseded_by()) {
+            problems.push(Problem::new(
+                ProblemKind::OverturnedTarget,
+                Some(id.to_string()),
+                format!("{id} is both corrected (by {first}) and superseded (by {by}); one overturns it"),
+            ));
+        }
+    }
+}
+
 /// Decodes every row (reporting those that do not decode) and checks each plan's history.
 fn check_plans(conn: &Conn, problems: &mut Vec<Problem>) -> Result<()> {
     let plans = conn.query_vec("SELECT DISTINCT plan_id FROM decisions ORDER BY plan_id", &[], |r| r.string(0))?;
@@ -500,6 +550,7 @@ fn check_plans(conn: &Conn, problems: &mut Vec<Problem>) -> Result<()> {
             problems.push(Problem::new(ProblemKind::Unreadable, Some(id.clone()), format!("{id}: {reason}")));
         }
         let tree = DecisionTree::from_decisions(decisions);
+        check_plan_model(&tree, plan_id, problems);
         let standing = tree.standing_all();
         for (d, standing) in tree.decisions().iter().zip(standing) {
             let id = d.decision_id();

@@ -106,6 +106,21 @@ pub struct PlanSummary {
     /// The plan's smallest and largest sequence numbers.
     pub first_sequence: u64,
     pub last_sequence: u64,
+    /// What the plan is for: its root prompt_definition's chosen option (its
+    /// first [`GOAL_CHARS`] characters); `None` for a plan without one.
+    pub goal: Option<String>,
+}
+
+/// The most characters of a plan's goal a summary carries.
+pub const GOAL_CHARS: usize = 200;
+
+impl PlanSummary {
+    /// True when the plan's goal or id holds every word of `words`, in any case.
+    pub fn matches(&self, words: &str) -> bool {
+        let goal = self.goal.as_deref().unwrap_or("").to_lowercase();
+        let id = self.plan_id.to_string().to_lowercase();
+        words.split_whitespace().map(str::to_lowercase).all(|w| goal.contains(&w) || id.contains(&w))
+    }
 }
 
 /// Where each column of a decision row is in a statement's result, found by
@@ -493,6 +508,9 @@ pub(crate) fn insert_prepared(
     if let Some(c) = d.corrects_decision_id() {
         ledger.reference(tx, "corrects_decision_id", c, d.plan_id())?;
     }
+    if ledger.keeps_rules() {
+        check_place(tx, ledger, d)?;
+    }
     let text = |which| row.get(which);
     tx.storable("chosen_option", d.chosen_option())?;
     tx.storable("rationale", d.rationale())?;
@@ -536,6 +554,85 @@ pub(crate) fn insert_prepared(
     }
     ledger.decision_appended(d, &entry, depth);
     Ok(())
+}
+
+/// The plan model's rules for where a decision goes (`docs/interchange.md`,
+/// "Shared semantics"), checked as it is inserted: a plan's one root is its
+/// prompt_definition, which starts the plan; a correction targets the
+/// decision that stands in its chain now. Errors name the field at fault.
+fn check_place(tx: &WriteTx<'_>, ledger: &mut Ledger, d: &Decision) -> Result<()> {
+    let plan = d.plan_id();
+    if d.parent_decision_id().is_none() {
+        let prompt = d.decision_type() == DecisionType::PromptDefinition;
+        // A decision stored already (an import read twice) is the insert's to answer.
+        let started = ledger.plan_entries(tx, plan)? > 0 && ledger.plan_of_stored(tx, d.decision_id())?.is_none();
+        let refused = match (prompt, started) {
+            (true, false) => None,
+            (false, false) => Some((
+                "plan_id",
+                format!(
+                    "no plan {plan} in this store: a plan starts with its prompt_definition, and a {} without a \
+                     parent_decision_id would be a second kind of root",
+                    d.decision_type()
+                ),
+            )),
+            (false, true) => {
+                Some(("parent_decision_id", format!("is required: plan {plan}'s one root is its prompt_definition")))
+            }
+            (true, true) => Some((
+                "decision_type",
+                format!(
+                    "plan {plan} has its prompt_definition already, and a plan has one; a new prompt starts a new \
+                     plan (a change of the goal is a user_intervention under the root)"
+                ),
+            )),
+        };
+        if let Some((field, reason)) = refused {
+            return Err(Error::validation(field, reason));
+        }
+    }
+    if let Some(target) = d.corrects_decision_id() {
+        if let Some(by) = overturned_by(tx, ledger, target)?.filter(|by| *by != d.decision_id()) {
+            let standing = standing_from(tx, ledger, by)?;
+            return Err(Error::validation(
+                "corrects_decision_id",
+                format!("{target} was overturned by {by} already; correct the decision that stands now, {standing}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The decision that overturned `id` (superseded or corrected it), stored
+/// or written in this transaction; `None` while it stands.
+fn overturned_by(tx: &Conn, ledger: &Ledger, id: DecisionId) -> Result<Option<DecisionId>> {
+    if let Some(next) = ledger.next_written(id).next() {
+        return Ok(Some(next));
+    }
+    if ledger.is_fresh(id) {
+        // Inserted in this transaction: what the ledger knows of it is all there is.
+        return Ok(None);
+    }
+    let mut next = None;
+    tx.for_each_past_deferred(NEXT_OF, vals![&id.to_string()], |r| {
+        let by = DecisionId::parse_field("decision_id", r.str(0)?)?;
+        next = Some(next.map_or(by, |n: DecisionId| n.max(by)));
+        Ok(())
+    })?;
+    Ok(next)
+}
+
+/// The decision that stands at the end of `id`'s chain of corrections and
+/// supersessions (`id` itself when nothing overturned it).
+fn standing_from(tx: &Conn, ledger: &Ledger, mut id: DecisionId) -> Result<DecisionId> {
+    let mut seen = IdSet::default();
+    while let Some(next) = overturned_by(tx, ledger, id)? {
+        if !seen.insert(id) {
+            break;
+        }
+        id = next;
+    }
+    Ok(id)
 }
 
 /// Reads one decision inside a transaction.
@@ -607,6 +704,15 @@ pub(crate) fn link_supersession(
         Some(by) => return Err(Error::AlreadySuperseded { id: old.to_string(), by }),
         None => {}
     }
+    if ledger.keeps_rules() {
+        if let Some(by) = overturned_by(tx, ledger, old)? {
+            let standing = standing_from(tx, ledger, by)?;
+            return Err(Error::validation(
+                "decision_id",
+                format!("{old} was corrected by {by}; supersede the decision that stands now, {standing}"),
+            ));
+        }
+    }
     if old == new {
         return Err(Error::validation("superseded_by", "a decision cannot supersede itself"));
     }
@@ -674,8 +780,31 @@ fn reaches(tx: &Conn, ledger: &Ledger, from: DecisionId, to: DecisionId) -> Resu
 const PLAN_SUMMARY: &str = "SELECT plan_id, decisions, max_depth, corrections, superseded, first_decision_id,
         last_decision_id,
         (SELECT min(sequence) FROM decisions d WHERE d.plan_id = p.plan_id),
-        (SELECT max(sequence) FROM decisions d WHERE d.plan_id = p.plan_id)
+        (SELECT max(sequence) FROM decisions d WHERE d.plan_id = p.plan_id),
+        (SELECT substr(chosen_option, 1, 200) FROM decisions d
+          WHERE d.plan_id = p.plan_id AND d.decision_type = 'prompt_definition' AND d.parent_decision_id IS NULL
+          ORDER BY d.sequence LIMIT 1)
  FROM plans p";
+
+/// Up to `?2` decision ids that start with `?1` (ids are upper-case
+/// Crockford base32, all below `a` in byte order), in id order.
+const DECISIONS_FROM: &str =
+    "SELECT decision_id FROM decisions WHERE decision_id >= ?1 AND decision_id < ?1 || 'a' ORDER BY decision_id LIMIT ?2";
+/// Up to `?2` plan ids that start with `?1`.
+const PLANS_FROM: &str =
+    "SELECT plan_id FROM plans WHERE plan_id >= ?1 AND plan_id < ?1 || 'a' ORDER BY plan_id LIMIT ?2";
+/// The decision of plan ?1 at sequence ?2.
+const AT_SEQUENCE: &str = "SELECT decision_id FROM decisions WHERE plan_id = ?1 AND sequence = ?2";
+
+/// Up to `limit` decision ids (or plan ids, with `plans`) that start with `prefix`.
+pub(crate) fn ids_from(conn: &Conn, prefix: &str, plans: bool, limit: i64) -> Result<Vec<String>> {
+    conn.query_vec(if plans { PLANS_FROM } else { DECISIONS_FROM }, vals![prefix, limit], |r| r.string(0))
+}
+
+/// The decision of `plan` at `sequence`, if any.
+pub(crate) fn at_sequence(conn: &Conn, plan: PlanId, sequence: u32) -> Result<Option<String>> {
+    conn.query_opt(AT_SEQUENCE, vals![&plan.to_string(), sequence], |r| r.string(0))
+}
 
 /// One summary row per plan, ordered by plan id, from the kept counts.
 pub(crate) fn plan_summaries(conn: &Conn) -> Result<Vec<PlanSummary>> {
@@ -701,6 +830,7 @@ fn plan_summary(r: &Row<'_>) -> Result<PlanSummary> {
             last_ms: DecisionId::parse(r.str(6)?)?.timestamp_ms(),
             first_sequence: count(r, 7)?,
             last_sequence: count(r, 8)?,
+            goal: r.opt_string(9)?,
         })
     };
     summary().map_err(|e| Error::Corrupt { table: "plans", key: plan.to_owned(), reason: e.to_string() })

@@ -73,6 +73,9 @@ pub(crate) struct Ledger {
     written: Option<Written>,
     /// The last entry appended in this transaction.
     last: Option<LastEntry>,
+    /// The plan model's rules are checked on every entry (not on a copy,
+    /// which writes what its source holds).
+    rules: bool,
 }
 
 /// What a transaction wrote, for the checks of a supersession while its
@@ -186,7 +189,25 @@ impl Ledger {
             inserted: recent,
             written: tx.is_postgres().then(Written::default),
             last: None,
+            rules: true,
         })
+    }
+
+    /// The ledger of a copy: entries are written as the source holds them,
+    /// whatever rules it was written under (see `decisions::check_place`).
+    pub(crate) fn verbatim(mut self) -> Ledger {
+        self.rules = false;
+        self
+    }
+
+    /// True when entries must keep the plan model's rules.
+    pub(super) fn keeps_rules(&self) -> bool {
+        self.rules
+    }
+
+    /// How many entries `plan` has, stored and appended in this transaction.
+    pub(super) fn plan_entries(&mut self, tx: &Conn, plan: PlanId) -> Result<i64> {
+        Ok(self.plan(tx, plan)?.entries)
     }
 
     fn plan(&mut self, tx: &Conn, plan: PlanId) -> Result<&mut PlanState> {

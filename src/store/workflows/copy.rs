@@ -226,7 +226,7 @@ fn write_entries(bulk: &Bulk<'_>, batch: &mut Vec<Entry>, report: &mut CopyRepor
         return Ok(());
     }
     let tx = bulk.begin()?;
-    let mut ledger = Ledger::begin(&tx)?;
+    let mut ledger = Ledger::begin(&tx)?.verbatim();
     {
         // One statement for the batch: taking it from the cache per row hashes its text twice.
         let mut insert = Inserter::new(&tx)?;
