@@ -288,12 +288,17 @@ impl Store {
     /// # use decision_store::{Decision, DecisionType, PlanId, Store, calibration::CalibrationOptions};
     /// let mut store = Store::open_in_memory()?;
     /// let plan = PlanId::generate();
-    /// let first = Decision::builder(plan, DecisionType::StrategyChoice, 0).confidence_score(0.9).build()?;
-    /// let fix = Decision::builder(plan, DecisionType::StrategyChoice, 1)
+    /// let goal = Decision::builder(plan, DecisionType::PromptDefinition, 0).build()?;
+    /// let first = Decision::builder(plan, DecisionType::StrategyChoice, 1)
+    ///     .parent(goal.decision_id())
+    ///     .confidence_score(0.9)
+    ///     .build()?;
+    /// let fix = Decision::builder(plan, DecisionType::StrategyChoice, 2)
+    ///     .parent(goal.decision_id())
     ///     .corrects(first.decision_id())
     ///     .confidence_score(0.5)
     ///     .build()?;
-    /// store.insert_many([&first, &fix])?;
+    /// store.insert_many([&goal, &first, &fix])?;
     /// let c = store.calibration(CalibrationOptions::default())?;
     /// // (0.9 - 0)² and (0.5 - 1)², averaged.
     /// assert!((c.overall.brier.unwrap() - (0.81 + 0.25) / 2.0).abs() < 1e-12);

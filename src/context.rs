@@ -182,7 +182,7 @@ mod tests {
             ["project://src/app.py", "project://src/app.py", "class://App", "A"]
         );
         let e = focus(&["class://App", "src/nope.py"]).unwrap_err().to_string();
-        assert_eq!(e, "invalid focus: project://src/nope.py is not a node of the graph");
+        assert_eq!(e, "invalid focus: project://src/nope.py is not a node of the graph; nearest: project://src/app.py");
         let e = store.resolve_focus("child_focus", &["class://Nope".into()]).unwrap_err().to_string();
         assert_eq!(e, "invalid child_focus: class://Nope is not a node of the graph");
         let spec = ProjectionSpec::for_focus(["src/app.py"]).unwrap();

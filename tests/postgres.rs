@@ -718,6 +718,19 @@ fn main() {
                 let mut temp = TempStore::on_server(&url).unwrap();
                 common::a_group_commit_stores_each_decision_or_says_why_not(temp.store().unwrap());
             });
+            run("a_redaction_removes_content_and_keeps_the_log_verifiable", &|| {
+                // On the server, copied to a file; on a file, copied to the server.
+                let (mut server, mut file) = (TempStore::on_server(&url).unwrap(), TempStore::new().unwrap());
+                common::a_redaction_removes_content_and_keeps_the_log_verifiable(
+                    server.store().unwrap(),
+                    file.store().unwrap(),
+                );
+                let (mut server, mut file) = (TempStore::on_server(&url).unwrap(), TempStore::new().unwrap());
+                common::a_redaction_removes_content_and_keeps_the_log_verifiable(
+                    file.store().unwrap(),
+                    server.store().unwrap(),
+                );
+            });
             run("a_source_file_holding_nul_is_skipped_on_the_server", &|| {
                 a_source_file_holding_nul_is_skipped_on_the_server(&url)
             });
@@ -726,7 +739,7 @@ fn main() {
             });
         }
         Err(_) => println!(
-            "postgres: SKIPPED 11 server tests: DSTORE_TEST_POSTGRES_URL is not set \
+            "postgres: SKIPPED 12 server tests: DSTORE_TEST_POSTGRES_URL is not set \
              (scripts/pg-test-server cargo test --test postgres starts a throwaway server)"
         ),
     }

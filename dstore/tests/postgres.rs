@@ -51,6 +51,9 @@ fn copy_round_trips_file_to_server_to_file(url: &str) {
     let file = decisions_file(dir.path(), "d.jsonl", 3, 30);
     ok(&["import", source.to_str().unwrap(), file.to_str().unwrap()]);
     ok(&["ingest", source.to_str().unwrap(), concat!(env!("CARGO_MANIFEST_DIR"), "/../src/ingest")]);
+    // A redacted store copies like any other.
+    let redact = ["redact", source.to_str().unwrap(), "01M6DQS9M0#2", "--fields", "rationale", "--reason", "a test"];
+    ok(&[&redact[..], &["--by", "ci"]].concat());
     let server = TempStore::on_server(url).unwrap();
     let back = dir.path().join("back.db");
     let (s, u, b) = (source.to_str().unwrap(), server.url().unwrap(), back.to_str().unwrap());
@@ -72,14 +75,16 @@ fn copy_round_trips_file_to_server_to_file(url: &str) {
     // The server's place in replication, as `info` shows it.
     assert!(ok(&["info", u]).contains("primary, no standby"));
     // Every read command answers the same on the server as on the file.
-    let plan = common::json(&["plans", s, "--format", "json"])[0]["plan_id"].as_str().unwrap().to_owned();
+    // The demo's first plan: its decisions name resources of the graph.
+    let plan = "01M6DQS9M0VS00000000000000".to_owned();
     let first = ok(&["export", s]);
     let id = first.split("\"decision_id\":\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
-    let reads: [&[&str]; 12] = [
+    let reads: [&[&str]; 13] = [
         &["plans", "--format", "json"],
         &["tree", &plan, "--format", "json"],
         &["tree", &plan, "--effective"],
         &["show", &id, "--format", "json"],
+        &["show", "01M6DQS9M0#2", "--format", "json"],
         &["chain", &id, "--format", "json"],
         &["impact", &id, "--format", "json"],
         &["digest", "--plan", &plan],

@@ -303,7 +303,7 @@ fn replication_is_shown(url: &str, config: &Path) {
     assert!(preferred.standby, "prefer-standby reads from a standby: {preferred:?}");
     let info = Command::new(env!("CARGO_BIN_EXE_dstore")).args(["info", url]).output().unwrap();
     let text = String::from_utf8_lossy(&info.stdout);
-    assert!(text.contains("primary, 2 standby(s)") && text.contains("sync streaming, lag"), "{text}");
+    assert!(text.contains("primary, 2 standbys") && text.contains("sync streaming, lag"), "{text}");
     let info = Command::new(env!("CARGO_BIN_EXE_dstore")).args(["info", &on_standby]).output().unwrap();
     let text = String::from_utf8_lossy(&info.stdout);
     assert!(text.contains("standby, lag"), "{text}");

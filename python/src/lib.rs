@@ -613,6 +613,33 @@ impl PyStore {
         })
     }
 
+    /// Removes the content of `fields` of a decision (a secret, personal
+    /// data): each holds "[redacted]" from now on, and the log records the
+    /// redaction (who, why, when) as an entry of its own; returns it as a dict.
+    fn redact<'py>(
+        &self,
+        py: Python<'py>,
+        decision_id: &str,
+        fields: Vec<String>,
+        reason: &str,
+        actor: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let id = self::decision_id(py, decision_id)?;
+        let (reason, actor) = (reason.to_owned(), actor.to_owned());
+        let redaction = self.with(py, move |s| {
+            let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+            s.redact(id, &fields, &reason, &actor)
+        })?;
+        field(py, &redaction)
+    }
+
+    /// A decision's redactions, oldest first, as dicts.
+    fn redactions<'py>(&self, py: Python<'py>, decision_id: &str) -> PyResult<Bound<'py, PyAny>> {
+        let id = self::decision_id(py, decision_id)?;
+        let list = self.with(py, move |s| s.redactions(id))?;
+        field(py, &list)
+    }
+
     /// Every problem `dstore check` would report, as dicts; empty when the store is sound.
     fn check<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let problems = self.with(py, |s| s.check())?;

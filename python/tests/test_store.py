@@ -245,3 +245,47 @@ def test_ingest_and_the_default_context_rank_files(tmp_path):
         assert walked[0]["content"].startswith("from billing.tax import tax_rate")
         with pytest.raises(ds.ValidationError, match="ranking"):
             store.project(["project://billing/invoice.py"], ranking="sideways")
+
+
+def test_the_plan_model_is_enforced_and_refusals_name_the_field(path):
+    plan = ds.new_plan_id()
+    root = ds.Decision.create(plan, "prompt_definition", 0, chosen_option="goal")
+    a = ds.Decision.create(plan, "strategy_choice", 1, parent_decision_id=root.decision_id)
+    b = ds.Decision.create(
+        plan, "strategy_choice", 2, parent_decision_id=root.decision_id, is_correction=True,
+        corrects_decision_id=a.decision_id,
+    )
+    with ds.Store.open(path) as store:
+        # A typo in plan_id must not start a new plan.
+        stray = ds.Decision.create(ds.new_plan_id(), "tool_invocation", 0)
+        with pytest.raises(ds.ValidationError, match="plan_id"):
+            store.insert(stray)
+        store.insert_many([root, a, b])
+        with pytest.raises(ds.ValidationError, match="decision_type"):
+            store.insert(ds.Decision.create(plan, "prompt_definition", 3))
+        # A second correction of an overturned decision names the one standing now.
+        again = ds.Decision.create(
+            plan, "strategy_choice", 3, parent_decision_id=root.decision_id, is_correction=True,
+            corrects_decision_id=a.decision_id,
+        )
+        with pytest.raises(ds.ValidationError, match=f"corrects_decision_id.*{b.decision_id}"):
+            store.insert(again)
+        assert store.plan(plan) == [root, a, b]
+        assert store.check() == []
+
+
+def test_redaction_keeps_the_log_verifiable(path):
+    plan = ds.new_plan_id()
+    root = ds.Decision.create(plan, "prompt_definition", 0, chosen_option="goal")
+    leaky = ds.Decision.create(
+        plan, "tool_invocation", 1, parent_decision_id=root.decision_id, rationale="used key sk-123",
+    )
+    with ds.Store.open(path) as store:
+        store.insert_many([root, leaky])
+        r = store.redact(leaky.decision_id, ["rationale"], "a key was pasted in", "alice")
+        assert (r["fields"], r["actor"], r["reason"]) == (["rationale"], "alice", "a key was pasted in")
+        assert store.get(leaky.decision_id).rationale == "[redacted]"
+        assert store.redactions(leaky.decision_id) == [r]
+        assert store.check() == []
+        with pytest.raises(ds.ValidationError, match="fields"):
+            store.redact(leaky.decision_id, ["decision_type"], "no", "alice")

@@ -89,12 +89,14 @@ use crate::error::{Error, Location, Result};
 use engine::{Conn, WriteTx};
 use tables::ledger::{LastEntry, Ledger};
 
+pub use api::limits;
 pub use engine::server::{Replication, StandbyState};
 pub use schema::supported_schema_version;
 pub use tables::check::{Problem, ProblemKind};
 pub use tables::decisions::{DecisionCounts, Digest, PlanSummary, PlanTypeCounts, GOAL_CHARS};
 pub use tables::graph::{GraphCounts, Neighbour};
 pub use tables::integrity::{Anchor, AnchorScope};
+pub use tables::redactions::{Redaction, FIELDS as REDACTABLE, MARKER as REDACTED};
 pub use tables::rows::PreparedDecision;
 pub use workflows::copy::CopyReport;
 pub use workflows::import::{Commit, ImportOptions, ImportReport};

@@ -13,6 +13,8 @@ mod common;
 mod downstream;
 #[cfg(all(feature = "lang-typescript", feature = "lang-javascript", feature = "lang-go"))]
 mod ingest;
+#[cfg(all(feature = "ingest", feature = "postgres"))]
+mod redaction;
 mod reliability;
 mod roundtrip;
 #[cfg(feature = "ingest")]

@@ -207,3 +207,47 @@ async def test_a_large_store_and_a_5000_decision_plan(tmp_path, serve, browser):
     for name, (interactive, loaded) in timings.items():
         print(f"\n{name}: interactive at {interactive:.0f} ms, loaded at {loaded:.0f} ms")
     print(f"search over 5,000 decisions: {took * 1000:.0f} ms")
+
+
+async def test_the_first_hour_in_the_view(demo, serve, browser):
+    """What a new user meets: plans by their goal, a search box that takes
+    words, ids and PLAN#SEQ, the decision page read top down, the stale
+    count the CLI gives, a focus that is not a node with the nearest names,
+    and a redaction shown where the content was."""
+    run("redact", demo, "01M6DQS9M0#2", "--fields", "rationale", "--reason", "pasted key", "--by", "alice")
+    server = serve(demo)
+    base = server.web
+    browser.get(base)
+    goals = [td.text for td in browser.find_elements("css selector", "td.goal")]
+    assert "Add per-key rate limiting to the public API" in goals, goals
+
+    def find(words):
+        box = browser.find_element("name", "q")
+        box.clear()
+        box.send_keys(words + "\n")
+
+    find("nothing like this")
+    until(lambda: "No plan's goal holds" in browser.page_source, 10, "a filter that matches nothing says so")
+    find("rate limiting")
+    until(lambda: len(browser.find_elements("css selector", "td.goal")) == 1, 10, "the goal's words keep its plan")
+    find("01M6DQS9M0#2")
+    until(lambda: browser.current_url.endswith("/decision/01M6DQYSD0VS00000000000003"), 10, "PLAN#SEQ opens it")
+
+    # Read top down: what was chosen and why, then the history, every field last and folded.
+    text = browser.find_element("css selector", "body").text
+    assert text.index("Token bucket per user") < text.index("rationale") < text.index("History"), text
+    assert "pasted key" in text and "alice" in text, "the redaction is not shown"
+    assert text.index("History") < text.index("Every field")
+    assert not browser.find_element("css selector", "details.all-fields").get_attribute("open")
+    assert console_errors(browser) == []
+
+    # The stale page counts what `dstore stale` counts.
+    cli = json.loads(run("stale", demo, "--format", "json", check=False).stdout)
+    browser.get(base + "stale")
+    summary = browser.find_element("css selector", "p.muted").text
+    assert f"{len(cli['stale'])} stale, {len(cli['at_risk'])} at risk" in summary, summary
+
+    # A focus that is not a node: the nearest names, not an empty page.
+    browser.get(base + "context?focus=TokenBucket")
+    error = browser.find_element("css selector", "p.error").text
+    assert "nearest" in error and "class://TokenBucket" in error, error

@@ -324,3 +324,34 @@ async def test_what_agents_expect_of_a_memory_server(transport, demo, serve):
             "decision_type": "strategy_choice", "chosen_option": "shard", "supersedes": first["decision_id"]}))
         assert "already superseded" in text
         assert decision_count(demo) == before
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_the_same_field_limits_on_every_transport(transport, demo, serve):
+    before = decision_count(demo)
+    async with session_over(transport, demo, serve) as s:
+        text = refusal(await s.call_tool("record_decision", {
+            "decision_type": "prompt_definition", "chosen_option": "x" * 10_001}))
+        assert "chosen_option" in text and "at most 10000" in text, text
+        text = refusal(await s.call_tool("record_decision", {
+            "decision_type": "prompt_definition", "chosen_option": "ok",
+            "alternatives": [{"option": "fine"}, {"option": "y" * 10_001}]}))
+        assert "alternatives[1].option" in text, text
+        # At the limit: stored.
+        ok = structured(await s.call_tool("record_decision", {
+            "decision_type": "prompt_definition", "chosen_option": "z" * 10_000}))
+        assert len(ok["chosen_option"]) == 10_000
+    assert decision_count(demo) == before + 1
+
+
+def test_a_message_over_4_mib_on_stdio_is_refused_and_the_server_goes_on(demo):
+    import subprocess
+    from conftest import binary
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    huge = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"pad": "x" * (5 << 20)}})
+    done = subprocess.run([binary(), "mcp", str(demo)], input=f"{init}\n{huge}\n", capture_output=True,
+                          text=True, timeout=60)
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert answers[0]["id"] == 1 and "result" in answers[0]
+    assert answers[1]["error"]["code"] == -32600 and "4194304 bytes" in answers[1]["error"]["message"]

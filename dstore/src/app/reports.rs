@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 
 use decision_store::decision::{Decision, DecisionId, DecisionTree, TreeView, ViewNode};
-use decision_store::store::Store;
+use decision_store::store::{Redaction, Store};
 use decision_store::time::utc_ms as time;
 use decision_store::Result;
 use serde::Serialize;
@@ -61,10 +61,14 @@ pub struct ShowReport {
     pub correction_chain: Vec<String>,
     pub superseded_by_chain: Vec<String>,
     pub effective: String,
+    /// Its redactions, oldest first (none: the field is left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub redactions: Vec<Redaction>,
 }
 
-/// The report of decision `id` of `tree` (its plan's, from `Store::tree_of`).
-pub fn show_report(tree: &DecisionTree, id: DecisionId) -> Option<ShowReport> {
+/// The report of decision `id` of `tree` (its plan's, from `Store::tree_of`)
+/// with its `redactions` (`Store::redactions`).
+pub fn show_report(tree: &DecisionTree, id: DecisionId, redactions: Vec<Redaction>) -> Option<ShowReport> {
     let d = tree.get(id)?;
     let standing = tree.standing(id).unwrap_or(d);
     Some(ShowReport {
@@ -75,6 +79,7 @@ pub fn show_report(tree: &DecisionTree, id: DecisionId) -> Option<ShowReport> {
         correction_chain: ids(tree.correction_chain(id)),
         superseded_by_chain: ids(tree.supersession_path(id)),
         effective: standing.decision_id().to_string(),
+        redactions,
     })
 }
 

@@ -7,9 +7,34 @@ use std::path::Path;
 use decision_store::ingest::IngestOptions;
 use decision_store::store::{Commit, ImportOptions, ImportReport};
 
-use super::{render, stderr_is_terminal};
+use super::{print_json, render, stderr_is_terminal, Format};
 use crate::app::errors::{CmdResult, Failure};
 use crate::app::open::{open_read, open_write};
+use crate::app::text::count;
+
+/// `dstore redact`: the library's `Store::redact`, by the login name unless `--by`.
+pub fn redact(db: &Path, id: &str, fields: &[String], reason: &str, by: Option<String>, format: Format) -> CmdResult {
+    let actor = by
+        .or_else(|| std::env::var("USER").ok())
+        .or_else(|| std::env::var("LOGNAME").ok())
+        .filter(|a| !a.trim().is_empty())
+        .ok_or_else(|| Failure::usage("say who redacts with --by NAME (no $USER is set)"))?;
+    // Found in a read-only open first: a path that holds no store is not created.
+    let id = open_read(db)?.find_decision(id)?;
+    let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+    let redaction = open_write(db)?.redact(id, &fields, reason, &actor)?;
+    if format == Format::Json {
+        print_json(&redaction)?;
+    } else {
+        println!(
+            "{id}: {} redacted by {} at {}; the log holds the redaction, and check still verifies it",
+            redaction.fields.join(", "),
+            redaction.actor,
+            redaction.redacted_at
+        );
+    }
+    Ok(0)
+}
 
 pub fn init(db: &Path) -> CmdResult {
     let store = open_write(db)?;
@@ -80,9 +105,16 @@ pub fn copy(src: &Path, dst: &Path, format: super::Format) -> CmdResult {
         super::print_json(&report)?;
     } else {
         let (from, to) = (from.display_name(), to.display_name());
+        let mut log = vec![count(report.decisions, "decision"), count(report.supersessions, "supersession")];
+        if report.redactions > 0 {
+            log.push(count(report.redactions, "redaction"));
+        }
         eprintln!(
-            "dstore: copied {} decisions, {} supersessions, {} nodes and {} edges from {from} to {to}; both have digest {}",
-            report.decisions, report.supersessions, report.nodes, report.edges, report.digest
+            "dstore: copied {}, {} and {} from {from} to {to}; both have digest {}",
+            log.join(", "),
+            count(report.nodes, "node"),
+            count(report.edges, "edge"),
+            report.digest
         );
     }
     Ok(0)

@@ -120,7 +120,7 @@ pub fn info(db: &Path, format: Format) -> CmdResult {
         }
         Some(r) if r.standbys.is_empty() => rows.push(vec!["replication".into(), "primary, no standby".into()]),
         Some(r) => {
-            rows.push(vec!["replication".into(), format!("primary, {} standby(s)", r.standbys.len())]);
+            rows.push(vec!["replication".into(), format!("primary, {}", count(r.standbys.len() as u64, "standby"))]);
             for s in &r.standbys {
                 let state = format!("{} {}, lag {}", s.sync_state, s.state, lag(s.lag_bytes, s.lag_ms));
                 rows.push(vec![format!("  {}", s.name), state]);
@@ -175,9 +175,9 @@ fn label(d: &Decision) -> String {
 pub fn show(db: &Path, id: &str, format: Format) -> CmdResult {
     let store = open_read(db)?;
     let id = store.find_decision(id)?;
-    let tree = store.tree_of(id)?;
+    let (tree, redactions) = store.read_snapshot(|s| Ok((s.tree_of(id)?, s.redactions(id)?)))?;
     let d = tree.get(id).expect("tree_of holds the decision");
-    let report = show_report(&tree, id).expect("tree_of holds the decision");
+    let report = show_report(&tree, id, redactions).expect("tree_of holds the decision");
     if format == Format::Json {
         print_json(&report)?;
         return Ok(0);
@@ -222,6 +222,10 @@ pub fn show(db: &Path, id: &str, format: Format) -> CmdResult {
     }
     if !d.metadata().is_empty() {
         let _ = writeln!(out, "metadata      {}", serde_json::Value::Object(d.metadata().clone()));
+    }
+    for r in &report.redactions {
+        let _ =
+            writeln!(out, "redacted      {} by {} at {}: {}", r.fields.join(", "), r.actor, r.redacted_at, r.reason);
     }
     let describe = |id: &str| -> String {
         DecisionId::parse(id)
@@ -482,16 +486,21 @@ pub fn impact(db: &Path, id: &str, format: Format) -> CmdResult {
         print_json(&report)?;
         return Ok(0);
     }
+    let tree_plan = tree.get(id).expect("tree_of holds the decision").plan_id();
     let mut out = stdout();
     writeln!(out, "impact of {id}")?;
     let mut section = |title: &str, items: &[String]| -> io::Result<()> {
         writeln!(out, "{title} ({})", items.len())?;
         for i in items {
-            let extra = DecisionId::parse(i)
-                .ok()
-                .and_then(|x| tree.get(x))
-                .map(|d| format!("  {}  {}", label(d), short(d.chosen_option(), 40)))
-                .unwrap_or_default();
+            // A decision of another plan is looked up; one never stored is said so.
+            let id = DecisionId::parse(i).ok();
+            let elsewhere = |x: DecisionId| store.get(x).ok().flatten();
+            let extra = match id.and_then(|x| tree.get(x).cloned().or_else(|| elsewhere(x))) {
+                Some(d) if d.plan_id() == tree_plan => format!("  {}  {}", label(&d), short(d.chosen_option(), 40)),
+                Some(d) => format!("  {} of plan {}  {}", label(&d), d.plan_id(), short(d.chosen_option(), 30)),
+                None if id.is_some() => "  (not stored)".to_owned(),
+                None => String::new(),
+            };
             writeln!(out, "  {i}{extra}")?;
         }
         Ok(())
@@ -522,8 +531,11 @@ pub fn check(db: &Path, expect: &[String], format: Format) -> CmdResult {
     if format == Format::Json {
         print_json(&report)?;
     } else if report.ok {
-        let verified =
-            if anchors.is_empty() { String::new() } else { format!(", {} anchored digest(s) verified", anchors.len()) };
+        let verified = if anchors.is_empty() {
+            String::new()
+        } else {
+            format!(", {} verified", count(anchors.len() as u64, "anchored digest"))
+        };
         print_text(&format!("ok: no problems found{verified}\n"))?;
     } else {
         let rows: Vec<Vec<String>> = report
@@ -532,7 +544,7 @@ pub fn check(db: &Path, expect: &[String], format: Format) -> CmdResult {
             .map(|p| vec![p.kind.to_string(), p.decision_id.clone().unwrap_or_else(|| "-".into()), p.message.clone()])
             .collect();
         print_text(&table(&["KIND", "DECISION", "PROBLEM"], &rows))?;
-        eprintln!("dstore: {} problem(s) found", report.problems.len());
+        eprintln!("dstore: {} found", count(report.problems.len() as u64, "problem"));
     }
     Ok(if report.ok { 0 } else { 1 })
 }

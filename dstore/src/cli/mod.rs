@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use clap::{Subcommand, ValueEnum};
 use decision_store::calibration::GroupBy;
 use decision_store::decision::JSON_SCHEMA;
+use decision_store::store::REDACTABLE;
 use decision_store::Error;
 use serde::Serialize;
 
@@ -168,6 +169,25 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
+    /// Remove content from a decision (a secret, personal data): the fields
+    /// say "[redacted]" from now on, and the log records who, why and when
+    /// as an entry of its own, so `check` and every earlier digest still verify.
+    Redact {
+        db: PathBuf,
+        /// A decision: its id, the beginning of it, or PLAN#SEQ (as `tree` shows it).
+        decision_id: String,
+        /// The fields to empty, comma-separated: chosen_option, rationale, alternatives, artifacts_produced, metadata.
+        #[arg(long, value_delimiter = ',', required = true, value_parser = clap::builder::PossibleValuesParser::new(REDACTABLE))]
+        fields: Vec<String>,
+        /// Why (kept in the log).
+        #[arg(long)]
+        reason: String,
+        /// Who redacts (kept in the log); by default the login name ($USER).
+        #[arg(long = "by", value_name = "NAME")]
+        by: Option<String>,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
     /// SQLite's checks, every hash of the log and the domain's invariants; exits 1 on any problem.
     Check {
         db: PathBuf,
@@ -239,6 +259,9 @@ pub fn run(command: Command) -> CmdResult {
         Command::Tree { db, plan_id, effective, format } => inspect::tree(&db, &plan_id, effective, format),
         Command::Chain { db, decision_id, format } => inspect::chain(&db, &decision_id, format),
         Command::Impact { db, decision_id, format } => inspect::impact(&db, &decision_id, format),
+        Command::Redact { db, decision_id, fields, reason, by, format } => {
+            exchange::redact(&db, &decision_id, &fields, &reason, by, format)
+        }
         Command::Check { db, expect, format } => inspect::check(&db, &expect, format),
         Command::Digest { db, plan, format } => inspect::digest(&db, plan.as_deref(), format),
         Command::Stale { db, plan, all, format } => review::stale(&db, plan.as_deref(), all, format),

@@ -3,7 +3,9 @@
 //! skips such lines), and every line the SDK writes reaches stdout whole,
 //! so an error line never lands inside another message.
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+
+use super::http::BODY_LIMIT;
 use tokio::sync::mpsc;
 
 /// What the SDK reads (the agent's JSON lines), where it writes, and the
@@ -20,17 +22,33 @@ pub fn stdio() -> (DuplexStream, DuplexStream, tokio::task::JoinHandle<()>) {
         let mut line = Vec::new();
         loop {
             line.clear();
-            match stdin.read_until(b'\n', &mut line).await {
+            // A message holds at most what an HTTP body may: the same limits on every transport.
+            match (&mut stdin).take(BODY_LIMIT as u64 + 1).read_until(b'\n', &mut line).await {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
+            }
+            let too_long = line.len() > BODY_LIMIT;
+            if too_long {
+                // The rest of the line goes unread into the void.
+                let mut rest = Vec::new();
+                if stdin.read_until(b'\n', &mut rest).await.is_err() {
+                    break;
+                }
             }
             let text = line.trim_ascii();
             if text.is_empty() {
                 continue;
             }
-            if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+            let refused = if too_long {
+                Some((-32600, format!("a message may hold at most {BODY_LIMIT} bytes")))
+            } else {
+                serde_json::from_slice::<serde::de::IgnoredAny>(text)
+                    .err()
+                    .map(|e| (-32700, format!("Parse error: {e}")))
+            };
+            if let Some((code, message)) = refused {
                 let reply = serde_json::json!({"jsonrpc": "2.0", "id": null,
-                    "error": {"code": -32700, "message": format!("Parse error: {e}")}});
+                    "error": {"code": code, "message": message}});
                 let mut bytes = reply.to_string().into_bytes();
                 bytes.push(b'\n');
                 if errors.send(bytes).is_err() {

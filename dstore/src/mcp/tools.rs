@@ -109,7 +109,10 @@ pub fn all() -> Vec<Tool> {
                 object(
                     &["decision", "children", "correction_chain", "standing_decision_id"],
                     json!({"decision": decision, "made_at": {"type": "string", "description": "When it was recorded (RFC 3339, from its id)."},
-                        "children": ids, "correction_chain": ids, "standing_decision_id": ulid}),
+                        "children": ids, "correction_chain": ids, "standing_decision_id": ulid,
+                        "redactions": {"type": "array", "description": "Present when content of the decision was \
+                            redacted: each with the fields, reason, actor and redacted_at.",
+                            "items": {"type": "object"}}}),
                 ),
                 &decision,
             ),
@@ -355,11 +358,12 @@ fn supersede_decision(stores: &Stores, args: Args) -> Outcome<Answer> {
 fn get_decision(stores: &Stores, args: Args) -> Outcome<Answer> {
     let id = args.decision_id("decision_id")?;
     stores.read(|store| {
-        let (decision, children, chain, standing) = store.read_snapshot(|store| {
+        let (decision, children, chain, standing, redactions) = store.read_snapshot(|store| {
             let decision = store.decision(id)?;
             let children: Vec<String> = store.children(id)?.iter().map(ToString::to_string).collect();
             let chain: Vec<String> = store.correction_chain(id)?.iter().map(|d| d.decision_id().to_string()).collect();
-            Ok((decision, children, chain, store.standing_decision(id)?.decision_id().to_string()))
+            let standing = store.standing_decision(id)?.decision_id().to_string();
+            Ok((decision, children, chain, standing, store.redactions(id)?))
         })?;
         let text = format!(
             "{} {id}: {} ({}; {standing} stands)",
@@ -370,11 +374,12 @@ fn get_decision(stores: &Stores, args: Args) -> Outcome<Answer> {
                 n => format!("{n} children"),
             },
         );
-        answer(
-            json!({"decision": decision.to_json_value(), "made_at": utc_ms(id.timestamp_ms()), "children": children,
-                "correction_chain": chain, "standing_decision_id": standing}),
-            text,
-        )
+        let mut data = json!({"decision": decision.to_json_value(), "made_at": utc_ms(id.timestamp_ms()),
+            "children": children, "correction_chain": chain, "standing_decision_id": standing});
+        if !redactions.is_empty() {
+            data["redactions"] = json!(redactions);
+        }
+        answer(data, text)
     })
 }
 

@@ -195,8 +195,8 @@ async fn api_count(State(stores): State<Arc<Stores>>, Path(id): Path<String>) ->
 async fn api_decision(State(stores): State<Arc<Stores>>, Path(id): Path<String>) -> Response {
     let report = read(stores, move |s| {
         let id = decision_id(&id)?;
-        let tree = s.tree_of(id)?;
-        show_report(&tree, id).ok_or_else(|| Miss::from(Error::DecisionNotFound(id.to_string())))
+        let (tree, redactions) = s.read_snapshot(|s| Ok((s.tree_of(id)?, s.redactions(id)?)))?;
+        show_report(&tree, id, redactions).ok_or_else(|| Miss::from(Error::DecisionNotFound(id.to_string())))
     })
     .await;
     answer(report, |r| pretty(&r))

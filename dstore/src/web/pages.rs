@@ -11,6 +11,7 @@ use decision_store::calibration::{CalibrationOptions, GroupBy, Metrics};
 use decision_store::decision::{Decision, DecisionId, DecisionTree, DecisionType};
 use decision_store::projection::{Cl100k, ContextFragment, ProjectionSpec, DEFAULT_BUDGET};
 use decision_store::stale::{StaleOptions, StaleReport};
+use decision_store::store::Redaction;
 use decision_store::uko::{Direction, GraphSource, NodeKey};
 use decision_store::Error;
 use serde_json::Value;
@@ -374,10 +375,10 @@ pub async fn decision(State(stores): State<Arc<Stores>>, Path(id): Path<String>)
         let tree = s.tree_of(id)?;
         let plan = tree.get(id).ok_or_else(|| Error::DecisionNotFound(id.to_string()))?.plan_id();
         let stale = compared(s.stale(StaleOptions { plan: Some(plan), all: true }))?.unwrap_or_default();
-        Ok((id, tree, stale))
+        Ok((id, tree, stale, s.redactions(id)?))
     })
     .await;
-    shown(data.map(|(id, tree, stale)| decision_page(id, &tree, &stale)))
+    shown(data.map(|(id, tree, stale, redactions)| decision_page(id, &tree, &stale, &redactions)))
 }
 
 fn link(tree: &DecisionTree, id: DecisionId) -> String {
@@ -392,7 +393,7 @@ fn link(tree: &DecisionTree, id: DecisionId) -> String {
     }
 }
 
-fn decision_page(id: DecisionId, tree: &DecisionTree, stale: &StaleReport) -> Response {
+fn decision_page(id: DecisionId, tree: &DecisionTree, stale: &StaleReport, redactions: &[Redaction]) -> Response {
     let d = tree.get(id).expect("the page's decision is in its tree");
     let mut body = String::new();
     let standing = tree.standing(id);
@@ -448,6 +449,20 @@ fn decision_page(id: DecisionId, tree: &DecisionTree, stale: &StaleReport) -> Re
     if chain.len() <= 1 && path.is_empty() {
         body.push_str("<p class=\"muted\">Never corrected or superseded.</p>");
     }
+    if !redactions.is_empty() {
+        body.push_str("<p>Redacted:</p><ul class=\"redactions\">");
+        for r in redactions {
+            let _ = write!(
+                body,
+                "<li>{} by {} <span class=\"time\">{}</span>: {}</li>",
+                esc(&r.fields.join(", ")),
+                esc(&r.actor),
+                esc(&r.redacted_at),
+                esc(&r.reason)
+            );
+        }
+        body.push_str("</ul>");
+    }
     if let Some(s) = standing {
         let _ = write!(body, "<p>What stands now: {}</p>", link(tree, s.decision_id()));
     }
@@ -473,11 +488,11 @@ fn decision_page(id: DecisionId, tree: &DecisionTree, stale: &StaleReport) -> Re
     let impact = tree.impact(id);
     let _ = write!(
         body,
-        "<h2>Impact</h2><p>{} decisions below it, {} downstream decisions, {} downstream plans, {} artifacts.</p>",
-        impact.descendants.len(),
-        impact.downstream_decisions.len(),
-        impact.downstream_plans.len(),
-        impact.artifacts.len()
+        "<h2>Impact</h2><p>{} below it, {}, {}, {}.</p>",
+        count(impact.descendants.len() as u64, "decision"),
+        count(impact.downstream_decisions.len() as u64, "downstream decision"),
+        count(impact.downstream_plans.len() as u64, "downstream plan"),
+        count(impact.artifacts.len() as u64, "artifact")
     );
     if !impact.artifacts.is_empty() {
         body.push_str("<ul>");
@@ -573,11 +588,11 @@ pub async fn stale(State(stores): State<Arc<Stores>>, request: Request) -> Respo
         let mut body = String::new();
         let _ = write!(
             body,
-            "<h1>Stale decisions</h1><p class=\"muted\">{} decisions and {} snapshot resources checked against the \
-             graph's {} nodes: {} stale, {} at risk through them.</p>",
-            report.checked_decisions,
-            report.checked_resources,
-            report.graph_nodes,
+            "<h1>Stale decisions</h1><p class=\"muted\">{} and {} checked against the graph's {}: {} stale, {} at \
+             risk through them.</p>",
+            count(report.checked_decisions as u64, "decision"),
+            count(report.checked_resources as u64, "snapshot resource"),
+            count(report.graph_nodes as u64, "node"),
             report.stale.len(),
             report.at_risk.len()
         );

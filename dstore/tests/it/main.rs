@@ -6,8 +6,10 @@
 mod common;
 
 mod cli;
+mod docs;
 mod first_hour;
 mod floors;
 mod ingest;
 mod integrity;
+mod redaction;
 mod review;

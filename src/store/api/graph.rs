@@ -68,10 +68,22 @@ impl Store {
                 Some(uri) => Ok(uri.clone()),
                 None => {
                     let shown = c.last().expect("every entry has a candidate");
-                    Err(Error::validation(field, format!("{shown} is not a node of the graph")))
+                    Err(Error::validation(field, format!("{shown} is not a node of the graph{}", self.nearest(shown)?)))
                 }
             })
             .collect()
+    }
+
+    /// ", nearest: A, B" for the nodes named most like `uri`, or nothing.
+    fn nearest(&self, uri: &str) -> Result<String> {
+        let path = uri.split_once("://").map_or(uri, |(_, p)| p);
+        // The last part of a path or a dotted name: what a person types.
+        let name = path.rsplit(['/', '.']).find(|p| !p.is_empty()).unwrap_or(path);
+        if name.len() < 2 || name.contains(['%', '_']) {
+            return Ok(String::new());
+        }
+        let near = graph::near(&self.conn, name)?;
+        Ok(if near.is_empty() { String::new() } else { format!("; nearest: {}", near.join(", ")) })
     }
 
     /// Which of these URIs name stored nodes, in one query.

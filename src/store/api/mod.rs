@@ -8,4 +8,6 @@ mod exchange;
 mod graph;
 #[cfg(feature = "ingest")]
 mod ingest;
+pub mod limits;
 mod record;
+mod redact;

@@ -3,9 +3,44 @@
 
 use serde_json::{Map, Value};
 
+use super::limits;
 use crate::decision::{Decision, DecisionId, DecisionType, PlanId};
 use crate::error::{Error, Result};
 use crate::store::{Insertion, Placement, Store};
+
+/// The fields of `fields` (and `observed`) over [`limits`], as bad input naming the first.
+fn within_limits(fields: &Map<String, Value>, observed: &[String]) -> Result<()> {
+    use limits::*;
+    let text = |name: &str, value: Option<&Value>, max: usize| -> Result<()> {
+        let n = value.and_then(Value::as_str).map_or(0, |s| s.chars().count());
+        if n > max {
+            return Err(Error::validation(name, format!("holds {n} characters; at most {max}")));
+        }
+        Ok(())
+    };
+    text("chosen_option", fields.get("chosen_option"), OPTION_CHARS)?;
+    text("rationale", fields.get("rationale"), RATIONALE_CHARS)?;
+    for list in ["alternatives", "artifacts_produced", "downstream_decision_ids", "downstream_plan_ids"] {
+        let n = fields.get(list).and_then(Value::as_array).map_or(0, Vec::len);
+        if n > LIST_ITEMS {
+            return Err(Error::validation(list, format!("holds {n} items; at most {LIST_ITEMS}")));
+        }
+    }
+    if observed.len() > LIST_ITEMS {
+        return Err(Error::validation("observed", format!("holds {} items; at most {LIST_ITEMS}", observed.len())));
+    }
+    for (i, a) in fields.get("alternatives").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        text(&format!("alternatives[{i}].option"), a.get("option"), OPTION_CHARS)?;
+        text(&format!("alternatives[{i}].rationale"), a.get("rationale"), RATIONALE_CHARS)?;
+    }
+    if let Some(m) = fields.get("metadata") {
+        let n = m.to_string().len();
+        if n > METADATA_BYTES {
+            return Err(Error::validation("metadata", format!("holds {n} bytes of JSON; at most {METADATA_BYTES}")));
+        }
+    }
+    Ok(())
+}
 
 impl Store {
     /// The decision that `fields` (a decision in the interchange format,
@@ -25,10 +60,12 @@ impl Store {
     /// Reads the graph only; the caller stores the decision ([`Store::insert_each`]).
     ///
     /// # Errors
-    /// [`Error::Validation`] naming the field at fault (`plan_id` for a
+    /// [`Error::Validation`] naming the field at fault (one over its
+    /// [`limits`], `plan_id` for a
     /// new plan that does not start with a `prompt_definition`, `observed`
     /// for an entry that names no node), or the decoding error of a field.
     pub fn prepare_record(&self, mut fields: Map<String, Value>, observed: &[String]) -> Result<Insertion> {
+        within_limits(&fields, observed)?;
         let given = |fields: &Map<String, Value>, key: &str| fields.get(key).is_some_and(|v| !v.is_null());
         let supersedes = match fields.remove("supersedes") {
             None | Some(Value::Null) => None,

@@ -125,6 +125,18 @@ pub(crate) fn open(path: &Path, read_only: bool, functions: &[ScalarFunction]) -
     prepare(conn, functions)
 }
 
+/// SQLite's `secure_delete` on this connection: content deleted or
+/// overwritten is zeroed in the file, not left in free space.
+pub(crate) fn set_secure_delete(c: &Connection, on: bool) -> Result<()> {
+    c.pragma_update(None, "secure_delete", on).map_err(error)
+}
+
+/// Moves the write-ahead log into the file and empties it, when no reader
+/// holds it (best effort: a reader that does keeps the old pages a while).
+pub(crate) fn checkpoint(c: &Connection) {
+    let _ = c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+}
+
 /// True for the error of a read-only open that found a journal a dead
 /// writer left (SQLite's `SQLITE_READONLY_ROLLBACK`).
 pub(crate) fn is_rollback_pending(e: &Error) -> bool {

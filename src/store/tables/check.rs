@@ -141,25 +141,50 @@ const DANGLING_GRAPH: [&str; 2] = [
 ];
 
 /// Every entry of the log, in chain order, with the columns its content
-/// hash covers (from column 7 on: a decision's 15, or a supersession's 3
-/// and NULLs), hashed in Rust as they are now, so both backends check alike.
+/// hash covers, hashed in Rust as they are now, so both backends check
+/// alike: from column [`HASHED`] on a decision's 15, or a supersession's 3
+/// and NULLs; from column [`REDACTION_HASHED`] on a redaction's 8. (A
+/// redaction's text columns have columns of their own: PostgreSQL's UNION
+/// does not put text where a decision has a number.)
 fn entries_sql() -> String {
-    let padding = ", NULL".repeat(integrity::DECISION_COLUMNS.len() - 3);
+    let nulls = |n: usize| ", NULL".repeat(n);
+    let (decision, redaction) = (integrity::DECISION_COLUMNS.len(), integrity::REDACTION_COLUMNS.len());
     format!(
-        "SELECT 0, decision_id, plan_id, chain_index, log_index, content_hash, chain_hash, {}
+        "SELECT 0, decision_id, plan_id, chain_index, log_index, content_hash, chain_hash, {}{}
          FROM decisions
          UNION ALL
          SELECT 1, decision_id, plan_id, chain_index, log_index, content_hash, chain_hash,
-                plan_id, decision_id, superseded_by{padding}
+                plan_id, decision_id, superseded_by{}{}
          FROM supersessions
+         UNION ALL
+         SELECT 2, decision_id, plan_id, chain_index, log_index, content_hash, chain_hash{}, {}
+         FROM redactions
          ORDER BY 3, 4, 1, 2",
-        integrity::DECISION_COLUMNS.join(", ")
+        integrity::DECISION_COLUMNS.join(", "),
+        nulls(redaction),
+        nulls(decision - 3),
+        nulls(redaction),
+        nulls(decision),
+        integrity::REDACTION_COLUMNS.join(", ")
     )
+}
+
+/// The first column of [`entries_sql`] that a content hash covers.
+const HASHED: usize = 7;
+/// The first column of a redaction's in [`entries_sql`].
+const REDACTION_HASHED: usize = HASHED + integrity::DECISION_COLUMNS.len();
+
+/// What kind of entry a row of `entries_sql` is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Decision,
+    Supersession,
+    Redaction,
 }
 
 /// One entry as `entries_sql` reads it.
 struct EntryRow {
-    supersession: bool,
+    kind: Kind,
     id: String,
     plan: Option<String>,
     chain_index: Option<i64>,
@@ -252,20 +277,39 @@ fn check_log(conn: &Conn, anchors: &[Anchor], problems: &mut Vec<Problem>) -> Re
     let mut log_indexes: Vec<i64> = Vec::new();
     // Plan anchors whose entry was found (and compared).
     let mut compared: std::collections::HashSet<(String, u64)> = std::collections::HashSet::new();
-    const HASHED: usize = 7;
+    // Each redacted decision's hashes, before and after each of its redactions, oldest first.
+    let mut redacted: HashMap<String, Vec<(String, String)>> = HashMap::new();
+    conn.for_each(super::redactions::ALL, &[], |r| {
+        redacted.entry(r.string(0)?).or_default().push((r.string(6)?, r.string(7)?));
+        Ok(())
+    })?;
     conn.for_each_streamed(&entries_sql(), &[], |r| {
-            let supersession = r.i64(0)? == 1;
-            let actual = if supersession {
-                integrity::supersession_hash(r.value(HASHED)?, r.value(HASHED + 1)?, r.value(HASHED + 2)?)
-            } else {
-                let mut fields = [ValueRef::Null; 15];
-                for (i, f) in fields.iter_mut().enumerate() {
-                    *f = r.value(HASHED + i)?;
+            let kind = match r.i64(0)? {
+                1 => Kind::Supersession,
+                2 => Kind::Redaction,
+                _ => Kind::Decision,
+            };
+            let actual = match kind {
+                Kind::Supersession => {
+                    integrity::supersession_hash(r.value(HASHED)?, r.value(HASHED + 1)?, r.value(HASHED + 2)?)
                 }
-                integrity::decision_hash(&fields)
+                Kind::Redaction => {
+                    let mut fields = [ValueRef::Null; 8];
+                    for (i, f) in fields.iter_mut().enumerate() {
+                        *f = r.value(REDACTION_HASHED + i)?;
+                    }
+                    integrity::redaction_hash(&fields)
+                }
+                Kind::Decision => {
+                    let mut fields = [ValueRef::Null; 15];
+                    for (i, f) in fields.iter_mut().enumerate() {
+                        *f = r.value(HASHED + i)?;
+                    }
+                    integrity::decision_hash(&fields)
+                }
             };
             let e = EntryRow {
-                supersession,
+                kind,
                 id: r.string(1)?,
                 plan: r.opt_string(2)?,
                 chain_index: r.opt_i64(3)?,
@@ -274,7 +318,11 @@ fn check_log(conn: &Conn, anchors: &[Anchor], problems: &mut Vec<Problem>) -> Re
                 chain_hash: r.opt_string(6)?,
                 actual: hash::to_hex(&actual),
             };
-            let what = if e.supersession { format!("the supersession of {}", e.id) } else { e.id.clone() };
+            let what = match e.kind {
+                Kind::Supersession => format!("the supersession of {}", e.id),
+                Kind::Redaction => format!("the redaction of {}", e.id),
+                Kind::Decision => e.id.clone(),
+            };
             let (Some(plan), Some(index), Some(log), Some(content), Some(chain)) =
                 (&e.plan, e.chain_index, e.log_index, &e.content_hash, &e.chain_hash)
             else {
@@ -295,12 +343,32 @@ fn check_log(conn: &Conn, anchors: &[Anchor], problems: &mut Vec<Problem>) -> Re
                 });
             }
             let walk = walks.last_mut().expect("pushed above");
-            if *content != e.actual {
-                problems.push(Problem::new(
+            match redacted.get(&e.id).filter(|_| e.kind == Kind::Decision) {
+                // A redacted row: it hashes to its last redaction's hash of it,
+                // and its redactions follow one another from its own hash.
+                Some(rs) => {
+                    let follows = rs.first().is_some_and(|(before, _)| before == content)
+                        && rs.windows(2).all(|w| w[1].0 == w[0].1);
+                    if !follows {
+                        problems.push(Problem::new(
+                            ProblemKind::HashMismatch,
+                            Some(e.id.clone()),
+                            format!("{what}: its redactions do not follow from its content hash: one was changed"),
+                        ));
+                    } else if rs.last().is_some_and(|(_, after)| *after != e.actual) {
+                        problems.push(Problem::new(
+                            ProblemKind::HashMismatch,
+                            Some(e.id.clone()),
+                            format!("{what}: the redacted row no longer matches its redaction: it was changed after it"),
+                        ));
+                    }
+                }
+                None if *content != e.actual => problems.push(Problem::new(
                     ProblemKind::HashMismatch,
                     Some(e.id.clone()),
                     format!("{what}: the row no longer matches its content hash: it was changed after it was written"),
-                ));
+                )),
+                None => {}
             }
             let stored_chain = hash::from_hex(chain);
             let expected_chain = hash::from_hex(content).map(|c| integrity::link(&walk.head, &c));

@@ -746,3 +746,15 @@ pub(crate) mod code {
         Ok(n)
     }
 }
+
+/// Up to five node URIs whose label or URI holds `name` (any case), shorter
+/// first: what a person most likely meant by a focus that names no node.
+/// Scans the nodes: for an error's hint, not a hot path.
+const NEAR: &str =
+    "SELECT uri FROM uko_nodes WHERE lower(label) = lower(?1) OR lower(uri) LIKE '%' || lower(?1) || '%' \
+     ORDER BY lower(label) = lower(?1) DESC, length(uri), uri LIMIT 5";
+
+/// See [`NEAR`].
+pub(crate) fn near(conn: &Conn, name: &str) -> Result<Vec<String>> {
+    conn.query_vec(NEAR, vals![name], |r| r.string(0))
+}

@@ -26,6 +26,7 @@ pub(crate) const GENESIS: Hash = [0; 32];
 
 const DECISION_TAG: &[u8] = b"dstore/decision/v1\n";
 const SUPERSESSION_TAG: &[u8] = b"dstore/supersession/v1\n";
+const REDACTION_TAG: &[u8] = b"dstore/redaction/v1\n";
 const LINK_TAG: &[u8] = b"dstore/link/v1\n";
 const STORE_TAG: &[u8] = b"dstore/store/v1\n";
 
@@ -75,8 +76,13 @@ pub(crate) const DECISION_COLUMNS: [&str; 15] = [
 
 /// SHA-256 of a decision row's canonical encoding (`fields` in [`DECISION_COLUMNS`] order).
 pub(crate) fn decision_hash(fields: &[Field<'_>; 15]) -> Hash {
+    tagged(DECISION_TAG, fields)
+}
+
+/// SHA-256 of `tag`, then each of `fields` encoded.
+fn tagged(tag: &[u8], fields: &[Field<'_>]) -> Hash {
     let mut h = Hasher::default();
-    h.update(DECISION_TAG);
+    h.update(tag);
     for &f in fields {
         encode(&mut h, f);
     }
@@ -85,12 +91,18 @@ pub(crate) fn decision_hash(fields: &[Field<'_>; 15]) -> Hash {
 
 /// SHA-256 of a supersession row: its plan, the replaced and the replacing decision.
 pub(crate) fn supersession_hash(plan_id: Field<'_>, decision_id: Field<'_>, superseded_by: Field<'_>) -> Hash {
-    let mut h = Hasher::default();
-    h.update(SUPERSESSION_TAG);
-    for f in [plan_id, decision_id, superseded_by] {
-        encode(&mut h, f);
-    }
-    h.finish()
+    tagged(SUPERSESSION_TAG, &[plan_id, decision_id, superseded_by])
+}
+
+/// The columns of a redaction row that its content hash covers, in this order.
+pub(crate) const REDACTION_COLUMNS: [&str; 8] =
+    ["plan_id", "decision_id", "fields", "reason", "actor", "redacted_at", "before_hash", "after_hash"];
+
+/// SHA-256 of a redaction row: its plan and decision, the fields redacted,
+/// why, by whom, when, and the decision row's content hash before and
+/// after (`fields` in [`REDACTION_COLUMNS`] order).
+pub(crate) fn redaction_hash(fields: &[Field<'_>; 8]) -> Hash {
+    tagged(REDACTION_TAG, fields)
 }
 
 /// The chain hash of an entry: the previous entry's chain hash, then this entry's content hash.

@@ -55,6 +55,8 @@ pub(super) struct PlanState {
     decisions: i64,
     corrections: i64,
     superseded: i64,
+    /// Redactions appended (they change the head, not the counts).
+    redacted: i64,
     max_depth: i64,
     first: Option<DecisionId>,
     last: Option<DecisionId>,
@@ -105,7 +107,8 @@ pub(crate) struct LastEntry {
 /// Is `entry` stored, at its place in its plan's chain?
 const ENTRY_STORED: &str =
     "SELECT EXISTS (SELECT 1 FROM decisions WHERE plan_id = ?1 AND chain_index = ?2 AND chain_hash = ?3) \
-     OR EXISTS (SELECT 1 FROM supersessions WHERE plan_id = ?1 AND chain_index = ?2 AND chain_hash = ?3)";
+     OR EXISTS (SELECT 1 FROM supersessions WHERE plan_id = ?1 AND chain_index = ?2 AND chain_hash = ?3) \
+     OR EXISTS (SELECT 1 FROM redactions WHERE plan_id = ?1 AND chain_index = ?2 AND chain_hash = ?3)";
 
 /// True when `entry` is in the store (see [`LastEntry`]).
 pub(crate) fn entry_stored(conn: &Conn, entry: &LastEntry) -> Result<bool> {
@@ -229,6 +232,7 @@ impl Ledger {
             decisions: 0,
             corrections: 0,
             superseded: 0,
+            redacted: 0,
             max_depth: 0,
             first: None,
             last: None,
@@ -288,6 +292,11 @@ impl Ledger {
         if let Some(w) = &mut self.written {
             w.links.insert(old, new);
         }
+    }
+
+    /// Records a redaction row (of `decision`) written as `entry`.
+    pub(super) fn redaction_appended(&mut self, plan: PlanId, decision: DecisionId, entry: &Entry) {
+        self.appended(plan, decision, entry).redacted += 1;
     }
 
     /// The last entry appended in this transaction, if any.
@@ -353,7 +362,7 @@ impl Ledger {
             tx.execute(SET_LOG_LENGTH, vals![n])?;
         }
         let update_plan = tx.dialect().pick(UPDATE_PLAN, UPDATE_PLAN_POSTGRES);
-        for (plan, s) in self.plans.drain().filter(|(_, s)| s.decisions > 0 || s.superseded > 0) {
+        for (plan, s) in self.plans.drain().filter(|(_, s)| s.decisions > 0 || s.superseded > 0 || s.redacted > 0) {
             let (first, last) = (s.first.map(|d| d.to_string()), s.last.map(|d| d.to_string()));
             tx.execute(
                 if s.stored { update_plan } else { INSERT_PLAN },

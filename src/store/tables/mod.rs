@@ -26,6 +26,7 @@ pub(crate) mod history;
 pub(crate) mod integrity;
 pub(crate) mod ledger;
 pub(crate) mod lexical;
+pub(crate) mod redactions;
 pub(crate) mod references;
 pub(crate) mod rows;
 

@@ -124,6 +124,17 @@ impl PreparedRow {
         row
     }
 
+    /// The row with `content` as its content hash instead of its own: a
+    /// copy of a redacted decision, whose chain committed to the content it
+    /// had before (its redaction entries hold what it hashes to now).
+    pub(crate) fn with_content_hash(mut self, content: Hash) -> PreparedRow {
+        let start = self.ends[RowText::ContentHex as usize - 1] as usize;
+        self.text.truncate(start);
+        self.text.push_str(hash::hex_into(&content, &mut [0; 64]));
+        self.content = content;
+        self
+    }
+
     pub(super) fn get(&self, which: RowText) -> &str {
         let i = which as usize;
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };

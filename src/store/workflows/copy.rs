@@ -12,14 +12,18 @@
 //! of at most [`BATCH`](super::BATCH) entries, nodes or edges each,
 //! with the lock left free between two of them.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use super::import::Commit;
 use crate::decision::{Decision, DecisionId};
 use crate::error::{Error, Result};
+use crate::hash::{self, Hash};
 use crate::store::engine::{Bulk, Conn, WriteTx};
 use crate::store::tables::decisions::{self, for_each_in_log_order, insert_prepared, link_supersession, Inserter};
 use crate::store::tables::ledger::Ledger;
+use crate::store::tables::redactions::{self, Redaction};
 use crate::store::tables::rows::PreparedRow;
 use crate::store::tables::{graph, history, lexical, references};
 use crate::uko::{UkoEdge, UkoNode};
@@ -29,6 +33,7 @@ use crate::uko::{UkoEdge, UkoNode};
 pub struct CopyReport {
     pub decisions: u64,
     pub supersessions: u64,
+    pub redactions: u64,
     pub nodes: u64,
     pub edges: u64,
     /// Unresolved references kept by `ingest` (so a later ingest resolves as the source's would).
@@ -41,8 +46,11 @@ pub struct CopyReport {
 
 /// One entry of the log.
 enum Entry {
-    Decision(Box<Decision>),
+    /// A decision, and the content hash its chain committed to when it was
+    /// redacted since (its row hashes to its last redaction's hash now).
+    Decision(Box<Decision>, Option<Hash>),
     Supersession(DecisionId, DecisionId),
+    Redaction(Box<Redaction>),
 }
 
 /// Fails unless `dst` holds nothing: no decision, node or code reference.
@@ -100,26 +108,38 @@ fn copy_log_and_graph(
 ) -> Result<CopyReport> {
     let bound = Commit::Bounded.limit(false).records as usize;
     let mut report = CopyReport::default();
-    let links = src.query_vec(
+    // The entries that are not decision rows, in log order: supersessions and redactions.
+    let mut others: Vec<(i64, Entry)> = src.query_vec(
         "SELECT decision_id, superseded_by, log_index FROM supersessions ORDER BY log_index",
         &[],
-        |r| Ok((r.i64(2)?, DecisionId::parse(r.str(0)?)?, DecisionId::parse(r.str(1)?)?)),
+        |r| Ok((r.i64(2)?, Entry::Supersession(DecisionId::parse(r.str(0)?)?, DecisionId::parse(r.str(1)?)?))),
     )?;
-    let mut links = links.into_iter().peekable();
+    let redactions = src.query_vec(redactions::ALL, &[], |r| Ok((r.i64(8)?, redactions::from_row(r)?)))?;
+    // What each redacted decision hashed to before its first redaction: what its chain holds.
+    let mut originals: HashMap<DecisionId, Hash> = HashMap::new();
+    for (_, r) in &redactions {
+        if let Some(h) = hash::from_hex(&r.before_hash) {
+            originals.entry(r.decision_id).or_insert(h);
+        }
+    }
+    others.extend(redactions.into_iter().map(|(log, r)| (log, Entry::Redaction(Box::new(r)))));
+    others.sort_by_key(|(log, _)| *log);
+    let mut others = others.into_iter().peekable();
     let bulk = dst.bulk(first_load);
     let mut batch: Vec<Entry> = Vec::with_capacity(bound);
     for_each_in_log_order(src, |log, d| {
-        while let Some((_, old, new)) = links.next_if(|(at, _, _)| *at < log) {
-            batch.push(Entry::Supersession(old, new));
+        while let Some((_, e)) = others.next_if(|(at, _)| *at < log) {
+            batch.push(e);
         }
-        batch.push(Entry::Decision(Box::new(d)));
+        let original = originals.get(&d.decision_id()).copied();
+        batch.push(Entry::Decision(Box::new(d), original));
         if batch.len() >= bound {
             write_entries(&bulk, &mut batch, &mut report)?;
             progress(&report);
         }
         Ok(())
     })?;
-    batch.extend(links.map(|(_, old, new)| Entry::Supersession(old, new)));
+    batch.extend(others.map(|(_, e)| e));
     write_entries(&bulk, &mut batch, &mut report)?;
 
     in_batches(
@@ -231,16 +251,24 @@ fn write_entries(bulk: &Bulk<'_>, batch: &mut Vec<Entry>, report: &mut CopyRepor
         // One statement for the batch: taking it from the cache per row hashes its text twice.
         let mut insert = Inserter::new(&tx)?;
         let decisions = batch.iter().filter_map(|e| match e {
-            Entry::Decision(d) => Some(&**d),
-            Entry::Supersession(..) => None,
+            Entry::Decision(d, _) => Some(&**d),
+            _ => None,
         });
         insert.look_ahead(&tx, decisions)?;
         for e in batch.iter() {
             match e {
-                Entry::Decision(d) => insert_prepared(&tx, &mut insert, &mut ledger, d, &PreparedRow::of(d))?,
+                Entry::Decision(d, original) => {
+                    let row = PreparedRow::of(d);
+                    let row = match original {
+                        Some(h) => row.with_content_hash(*h),
+                        None => row,
+                    };
+                    insert_prepared(&tx, &mut insert, &mut ledger, d, &row)?;
+                }
                 Entry::Supersession(old, new) => {
                     link_supersession(&tx, &mut ledger, *old, *new)?;
                 }
+                Entry::Redaction(r) => redactions::write_entry(&tx, &mut ledger, r)?,
             }
         }
     }
@@ -249,8 +277,9 @@ fn write_entries(bulk: &Bulk<'_>, batch: &mut Vec<Entry>, report: &mut CopyRepor
     bulk.between();
     for e in batch.drain(..) {
         match e {
-            Entry::Decision(_) => report.decisions += 1,
+            Entry::Decision(..) => report.decisions += 1,
             Entry::Supersession(..) => report.supersessions += 1,
+            Entry::Redaction(_) => report.redactions += 1,
         }
     }
     Ok(())
