@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::decision::{DecisionId, DecisionType, Phase, PlanId};
 use crate::error::{Error, Result};
+use crate::store::tables::kept;
 use crate::store::Store;
 
 /// Number of equal-width confidence bins.
@@ -130,32 +131,48 @@ pub struct Calibration {
     pub groups: Vec<Group>,
 }
 
-/// Running sums of one set.
-#[derive(Clone, Debug, Default)]
+/// Running sums of one set: counts, and confidences in integer units
+/// ([`UNIT`]), so that sums kept by the store as decisions arrive and sums
+/// of a recomputation are equal whatever their order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Sums {
     decisions: u64,
     unscored: u64,
+    /// Held among the scored decisions.
     held: u64,
-    confidence: f64,
-    squared_error: f64,
-    bins: [(u64, f64, u64); BINS],
+    confidence: i64,
+    squares: i64,
+    held_confidence: i64,
+    /// Per bin: count, confidence, held.
+    bins: [(u64, i64, u64); BINS],
 }
+
+/// The unit of the confidence sums: figures are exact to it.
+pub const UNIT: f64 = kept::CONFIDENCE_UNIT;
 
 impl Sums {
     fn add(&mut self, o: &Outcome) {
-        self.decisions += 1;
-        let Some(c) = o.confidence else {
-            self.unscored += 1;
+        let b = kept::bin(o.confidence);
+        self.add_kept(b, &kept::CalSums::one(o.confidence, o.held));
+    }
+
+    /// Adds sums the store keeps for bin `b` (-1: no confidence).
+    fn add_kept(&mut self, b: i64, s: &kept::CalSums) {
+        let n = u64::try_from(s.decisions).unwrap_or(0);
+        self.decisions += n;
+        let Ok(b) = usize::try_from(b) else {
+            self.unscored += n;
             return;
         };
-        let y = if o.held { 1.0 } else { 0.0 };
-        self.held += u64::from(o.held);
-        self.confidence += c;
-        self.squared_error += (c - y) * (c - y);
-        let bin = &mut self.bins[bin_of(c)];
-        bin.0 += 1;
-        bin.1 += c;
-        bin.2 += u64::from(o.held);
+        let held = u64::try_from(s.held).unwrap_or(0);
+        self.held += held;
+        self.confidence += s.confidence;
+        self.squares += s.squares;
+        self.held_confidence += s.held_confidence;
+        let bin = &mut self.bins[b.min(BINS - 1)];
+        bin.0 += n;
+        bin.1 += s.confidence;
+        bin.2 += held;
     }
 
     fn metrics(&self) -> Metrics {
@@ -169,7 +186,7 @@ impl Sums {
                 lower: i as f64 / BINS as f64,
                 upper: (i + 1) as f64 / BINS as f64,
                 count,
-                mean_confidence: per(conf, count),
+                mean_confidence: per(conf as f64 * UNIT, count),
                 share_held: per(held as f64, count),
             })
             .collect();
@@ -178,23 +195,36 @@ impl Sums {
                 .filter_map(|b| Some(b.count as f64 / scored as f64 * (b.share_held? - b.mean_confidence?).abs()))
                 .sum()
         });
+        // Σ(c - y)² = Σc² - 2Σc·y + Σy², y = 1 when held: in units, then scaled.
+        let squared_error =
+            self.squares as f64 * UNIT * UNIT - 2.0 * self.held_confidence as f64 * UNIT + self.held as f64;
         Metrics {
             decisions: self.decisions,
             unscored: self.unscored,
             scored,
             held: self.held,
-            mean_confidence: per(self.confidence, scored),
+            mean_confidence: per(self.confidence as f64 * UNIT, scored),
             share_held: per(self.held as f64, scored),
-            brier: per(self.squared_error, scored),
+            brier: per(squared_error.max(0.0), scored),
             ece,
             bins,
         }
     }
 }
 
-/// The bin of a confidence in `[0, 1]`: `[i/10, (i+1)/10)`, 1.0 in the last.
-fn bin_of(c: f64) -> usize {
-    ((c * BINS as f64).floor().max(0.0) as usize).min(BINS - 1)
+/// A group's sort key and name: types and phases in declaration order, plans by id.
+fn group_key(by: GroupBy, t: DecisionType, plan: Option<PlanId>) -> (usize, String) {
+    match by {
+        GroupBy::Type => (DecisionType::ALL.iter().position(|&x| x == t).unwrap_or(0), t.as_str().to_owned()),
+        GroupBy::Phase => {
+            let p = t.phase();
+            (
+                [Phase::Strategize, Phase::Execute, Phase::Any].iter().position(|&x| x == p).unwrap_or(0),
+                phase_key(p).to_owned(),
+            )
+        }
+        GroupBy::Plan => (0, plan.map(|p| p.to_string()).unwrap_or_default()),
+    }
 }
 
 fn phase_key(p: Phase) -> &'static str {
@@ -222,22 +252,8 @@ pub fn calibrate<'a>(
             continue;
         }
         overall.add(o);
-        let key = match by {
-            None => continue,
-            Some(GroupBy::Type) => {
-                let t = o.decision_type;
-                (DecisionType::ALL.iter().position(|&x| x == t).unwrap_or(0), t.as_str().to_owned())
-            }
-            Some(GroupBy::Phase) => {
-                let p = o.decision_type.phase();
-                (
-                    [Phase::Strategize, Phase::Execute, Phase::Any].iter().position(|&x| x == p).unwrap_or(0),
-                    phase_key(p).to_owned(),
-                )
-            }
-            Some(GroupBy::Plan) => (0, o.plan_id.to_string()),
-        };
-        groups.entry(key).or_default().add(o);
+        let Some(by) = by else { continue };
+        groups.entry(group_key(by, o.decision_type, Some(o.plan_id))).or_default().add(o);
     }
     Calibration {
         settled_after,
@@ -309,8 +325,49 @@ impl Store {
     /// [`Error::PlanNotFound`] for a plan with no decisions,
     /// [`Error::Storage`] when rows cannot be read.
     pub fn calibration(&self, options: CalibrationOptions) -> Result<Calibration> {
-        let outcomes = self.outcomes(options.plan)?;
-        Ok(calibrate(&outcomes, options.by, options.settled_after))
+        if options.settled_after > 0 {
+            // Which decisions are settled depends on what followed them: from the rows.
+            let outcomes = self.outcomes(options.plan)?;
+            return Ok(calibrate(&outcomes, options.by, options.settled_after));
+        }
+        self.read_snapshot(|store| store.calibration_kept(options))
+    }
+
+    /// [`Store::calibration`] from the sums the store keeps: its cost grows
+    /// with the number of groups, not of decisions.
+    fn calibration_kept(&self, options: CalibrationOptions) -> Result<Calibration> {
+        self.kept_built()?;
+        if let Some(p) = options.plan {
+            self.plan_summary(p)?.ok_or_else(|| Error::PlanNotFound(p.to_string()))?;
+        }
+        let mut overall = Sums::default();
+        let mut groups: BTreeMap<(usize, String), Sums> = BTreeMap::new();
+        for ((_, t, b), s) in self.kept_calibration(options.plan)? {
+            overall.add_kept(b, &s);
+            if let Some(key) = options.by.filter(|by| *by != GroupBy::Plan).map(|by| group_key(by, t, options.plan)) {
+                groups.entry(key).or_default().add_kept(b, &s);
+            }
+        }
+        if options.by == Some(GroupBy::Plan) {
+            let rows = match options.plan {
+                Some(p) => self
+                    .kept_calibration(Some(p))?
+                    .into_iter()
+                    .map(|((_, t, b), s)| ((p.to_string(), t, b), s))
+                    .collect(),
+                None => self.kept_calibration_by_plan()?,
+            };
+            for ((plan, _, b), s) in rows {
+                groups.entry((0, plan)).or_default().add_kept(b, &s);
+            }
+        }
+        Ok(Calibration {
+            settled_after: 0,
+            unsettled: 0,
+            overall: overall.metrics(),
+            by: options.by,
+            groups: groups.into_iter().map(|((_, key), sums)| Group { key, metrics: sums.metrics() }).collect(),
+        })
     }
 }
 
@@ -331,12 +388,14 @@ mod tests {
 
     #[test]
     fn bins_are_half_open_and_the_last_takes_one() {
+        let bin_of = |c: f64| kept::bin(Some(c));
         assert_eq!(bin_of(0.0), 0);
         assert_eq!(bin_of(0.0999), 0);
-        for k in 1..10 {
-            assert_eq!(bin_of(f64::from(k) / 10.0), k as usize, "{k}/10");
+        for k in 1..10u8 {
+            assert_eq!(bin_of(f64::from(k) / 10.0), i64::from(k), "{k}/10");
         }
         assert_eq!(bin_of(1.0), 9);
+        assert_eq!(kept::bin(None), -1);
     }
 
     #[test]

@@ -731,6 +731,12 @@ fn main() {
                     server.store().unwrap(),
                 );
             });
+            run("the_kept_state_equals_a_recomputation", &|| {
+                for seed in 1..=4 {
+                    let mut server = TempStore::on_server(&url).unwrap();
+                    common::the_kept_state_equals_a_recomputation(server.store().unwrap(), seed, 60);
+                }
+            });
             run("a_source_file_holding_nul_is_skipped_on_the_server", &|| {
                 a_source_file_holding_nul_is_skipped_on_the_server(&url)
             });
@@ -739,7 +745,7 @@ fn main() {
             });
         }
         Err(_) => println!(
-            "postgres: SKIPPED 12 server tests: DSTORE_TEST_POSTGRES_URL is not set \
+            "postgres: SKIPPED 13 server tests: DSTORE_TEST_POSTGRES_URL is not set \
              (scripts/pg-test-server cargo test --test postgres starts a throwaway server)"
         ),
     }

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use super::engine::{sqlite, Conn};
 use super::schema::{self, supported_schema_version, HISTORY_VERSION};
-use super::tables::integrity;
+use super::tables::{integrity, kept};
 use super::Store;
 use crate::error::{Error, Location, Result};
 
@@ -84,6 +84,7 @@ impl Store {
         }
         store.configure()?;
         store.migrate()?;
+        store.build_kept()?;
         Ok(store)
     }
 
@@ -213,6 +214,20 @@ impl Store {
         schema::migrate(&self.conn)
     }
 
+    /// Builds the kept staleness and calibration of a store upgraded to
+    /// schema version 12 (once: a store created at it has them from the start).
+    fn build_kept(&mut self) -> Result<()> {
+        if kept::state(&self.conn)?.0 {
+            return Ok(());
+        }
+        let tx = self.conn.begin_write()?;
+        // Under the write lock: another process may have built it meanwhile.
+        if !kept::state(&tx)?.0 {
+            crate::store::workflows::kept::rebuild(&tx)?;
+        }
+        tx.commit()
+    }
+
     /// The schema version of the store (0 for one not yet initialised).
     ///
     /// # Errors
@@ -293,6 +308,9 @@ mod server {
             tx.batch(&migration_lock())?;
             if store.identify_postgres()? < supported_schema_version() {
                 schema::migrate_in(&tx)?;
+            }
+            if !kept::state(&tx)?.0 {
+                crate::store::workflows::kept::rebuild(&tx)?;
             }
             tx.commit()?;
             Ok(store)

@@ -113,7 +113,7 @@ mod tests {
         }
         let names = |l: &[Migration]| l.iter().map(|m| m.name).collect::<Vec<_>>();
         assert_eq!(names(MIGRATIONS), names(PG_MIGRATIONS));
-        assert_eq!(supported_schema_version(), 11);
+        assert_eq!(supported_schema_version(), 12);
     }
 
     /// The checksums are refinery's: a store it migrated records the same ones.

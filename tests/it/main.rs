@@ -14,6 +14,8 @@ mod downstream;
 #[cfg(all(feature = "lang-typescript", feature = "lang-javascript", feature = "lang-go"))]
 mod ingest;
 #[cfg(all(feature = "ingest", feature = "postgres"))]
+mod kept;
+#[cfg(all(feature = "ingest", feature = "postgres"))]
 mod redaction;
 mod reliability;
 mod roundtrip;

@@ -6,6 +6,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use decision_store::calibration::{calibrate, CalibrationOptions, GroupBy};
+use decision_store::stale::StaleOptions;
 use decision_store::store::{Anchor, AnchorScope, ImportOptions, ProblemKind};
 use decision_store::testing::{PlanBuilder, TempStore};
 use decision_store::{DecisionType, Error, PlanId, Store};
@@ -470,7 +472,7 @@ fn a_version_1_store_needs_an_upgrade_to_be_read_and_upgrades_with_hashes() {
     let copy = dir.path().join("v1.db");
     std::fs::copy(fixture("v1-demo.db"), &copy).unwrap();
     let before = std::fs::read(&copy).unwrap();
-    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 11, .. })));
+    assert!(matches!(Store::open_read_only(&copy), Err(Error::NeedsUpgrade { found: 1, supported: 12, .. })));
     let r = dstore(&["info", s(&copy)]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("older") && r.stderr.contains("dstore init"), "{}", r.stderr);
@@ -512,8 +514,8 @@ fn schema_of(path: &Path) -> Vec<(String, String, String)> {
 }
 
 #[test]
-fn stores_of_versions_2_to_10_upgrade_without_rewriting_a_row() {
-    for version in [2, 3, 4, 5, 6, 7, 8, 9, 10] {
+fn stores_of_versions_2_to_11_upgrade_without_rewriting_a_row() {
+    for version in [2, 3, 4, 5, 6, 7, 8, 9, 10, 11] {
         upgrades_without_rewriting_a_row(version);
     }
 }
@@ -536,7 +538,7 @@ fn upgrades_without_rewriting_a_row(version: i64) {
     let before = rows(&copy);
     assert_eq!(before.len(), 17);
     match Store::open_read_only(&copy) {
-        Err(Error::NeedsUpgrade { found, supported: 11, .. }) if found == version => {}
+        Err(Error::NeedsUpgrade { found, supported: 12, .. }) if found == version => {}
         other => panic!("v{version}: {other:?}"),
     }
     // Taken by the binary of that version, which wrote the fixture.
@@ -553,6 +555,18 @@ fn upgrades_without_rewriting_a_row(version: i64) {
     let fresh = dir.path().join("fresh.db");
     drop(Store::open(&fresh).unwrap());
     assert_eq!(schema_of(&copy), schema_of(&fresh));
+    // The upgrade built the kept staleness and calibration: they answer as
+    // the rows do.
+    let upgraded = Store::open_read_only(&copy).unwrap();
+    for all in [false, true] {
+        let options = StaleOptions { plan: None, all };
+        let kept = upgraded.stale(options).unwrap();
+        let again = upgraded.stale_recomputed(options).unwrap();
+        assert_eq!((kept.stale, kept.at_risk), (again.stale, again.at_risk), "v{version}");
+    }
+    let options = CalibrationOptions { plan: None, by: Some(GroupBy::Type), settled_after: 0 };
+    assert_eq!(upgraded.calibration(options).unwrap(), calibrate(&upgraded.outcomes(None).unwrap(), options.by, 0));
+    drop(upgraded);
 
     // The rebuilt tables keep their rules: append-only, one supersession a decision, types checked.
     let conn = raw(&copy);

@@ -8,6 +8,7 @@ mod exchange;
 mod graph;
 #[cfg(feature = "ingest")]
 mod ingest;
+mod kept;
 pub mod limits;
 mod record;
 mod redact;

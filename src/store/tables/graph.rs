@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::decisions::count;
+use super::kept;
 use crate::decision::IdMap;
 use crate::error::{Error, Result};
 use crate::store::engine::{vals, Conn, Row, WriteTx};
@@ -99,10 +100,10 @@ fn view_depth(r: &Row<'_>, i: usize, node: NodeKey) -> Result<u32> {
 }
 
 /// Inserts a node, or replaces the one of its URI; returns its key.
-const UPSERT_NODE: &str =
-    "INSERT INTO uko_nodes (uri, domain, kind, label, version, resource_uri) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+const UPSERT_NODE: &str = "INSERT INTO uko_nodes (uri, domain, kind, label, version, resource_uri, current_version)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
      ON CONFLICT (uri) DO UPDATE SET domain = excluded.domain, kind = excluded.kind, label = excluded.label,
-         version = excluded.version, resource_uri = excluded.resource_uri
+         version = excluded.version, resource_uri = excluded.resource_uri, current_version = excluded.current_version
      RETURNING node_id";
 
 /// `node` follows the model's rules and every text of it can be stored.
@@ -124,6 +125,11 @@ fn checked(tx: &WriteTx<'_>, node: &UkoNode) -> Result<()> {
 pub(crate) fn upsert_nodes(tx: &WriteTx<'_>, nodes: &[UkoNode]) -> Result<()> {
     let nodes: Vec<&UkoNode> = nodes.iter().collect();
     write_nodes(tx, &nodes, &mut HashMap::new()).map_err(|(_, e)| e)
+}
+
+/// What the kept staleness learns of written nodes: each one's URI and current version.
+fn changes<'n>(nodes: impl Iterator<Item = &'n UkoNode>) -> Vec<(String, Option<String>)> {
+    nodes.map(|n| (n.uri.clone(), Some(n.current_version()))).collect()
 }
 
 /// Adds edges (or updates their weight).
@@ -162,7 +168,8 @@ pub(crate) fn write_nodes(
         checked(tx, node).map_err(|e| (i, e))?;
     }
     if !tx.is_postgres() || nodes.len() < 2 {
-        return upsert_checked(tx, nodes.iter().copied()).map_err(first);
+        upsert_checked(tx, nodes.iter().copied()).map_err(first)?;
+        return kept::nodes_changed(tx, &changes(nodes.iter().copied())).map_err(first);
     }
     let uris: Vec<String> = nodes.iter().map(|n| n.uri.clone()).collect();
     let stored = keys_of(tx, &uris).map_err(first)?;
@@ -186,10 +193,12 @@ pub(crate) fn write_nodes(
         .map_err(first)?;
     for (node, key) in fresh.iter().zip(keys) {
         known.insert(node.uri.clone(), key);
-        let row = vals![key, &node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri];
+        let current = node.current_version();
+        let row =
+            vals![key, &node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri, &current];
         tx.defer(
-            "INSERT INTO uko_nodes (node_id, uri, domain, kind, label, version, resource_uri) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO uko_nodes (node_id, uri, domain, kind, label, version, resource_uri, current_version) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             0,
             row,
         )
@@ -207,7 +216,8 @@ pub(crate) fn write_nodes(
     upsert_checked(tx, replaced.map(|(_, n)| *n)).map_err(first)?;
     // A stored node keeps its key when replaced.
     known.extend(stored);
-    Ok(())
+    let written = nodes.iter().enumerate().filter(|&(i, n)| is_last(i, n)).map(|(_, n)| *n);
+    kept::nodes_changed(tx, &changes(written)).map_err(first)
 }
 
 /// Adds or replaces checked nodes, a statement each.
@@ -216,9 +226,10 @@ fn upsert_checked<'n>(tx: &WriteTx<'_>, nodes: impl Iterator<Item = &'n UkoNode>
     let mut clear = tx.prepare("DELETE FROM uko_node_views WHERE node_id = ?1")?;
     let mut view = tx.prepare("INSERT INTO uko_node_views (node_id, depth, content) VALUES (?1, ?2, ?3)")?;
     for node in nodes {
+        let current = node.current_version();
         let id = upsert
             .query_opt(
-                vals![&node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri],
+                vals![&node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri, &current],
                 |r| r.i64(0),
             )?
             .ok_or_else(|| Error::storage("the node upsert returned no key"))?;
@@ -233,7 +244,18 @@ fn upsert_checked<'n>(tx: &WriteTx<'_>, nodes: impl Iterator<Item = &'n UkoNode>
 /// Removes nodes, their views and every edge touching them; URIs that name
 /// no node are passed over. Returns how many nodes went.
 pub(crate) fn remove_nodes(tx: &WriteTx<'_>, uris: &[String]) -> Result<usize> {
-    let keys: Vec<NodeKey> = tx.query_vec(tx.dialect().pick(RESOLVE, RESOLVE_EACH), vals![uris], |r| r.i64(1))?;
+    let gone = remove_nodes_only(tx, uris)?;
+    let changes: Vec<(String, Option<String>)> = gone.iter().map(|u| (u.clone(), None)).collect();
+    kept::nodes_changed(tx, &changes)?;
+    Ok(gone.len())
+}
+
+/// [`remove_nodes`] without telling the kept staleness (the caller does):
+/// returns the URIs of the nodes that went.
+pub(crate) fn remove_nodes_only(tx: &WriteTx<'_>, uris: &[String]) -> Result<Vec<String>> {
+    let found: Vec<(String, NodeKey)> =
+        tx.query_vec(tx.dialect().pick(RESOLVE, RESOLVE_EACH), vals![uris], |r| Ok((r.string(0)?, r.i64(1)?)))?;
+    let keys: Vec<NodeKey> = found.iter().map(|f| f.1).collect();
     for sql in [
         "DELETE FROM uko_edges WHERE source_id IN rarray(?1)",
         "DELETE FROM uko_edges WHERE target_id IN rarray(?1)",
@@ -242,7 +264,7 @@ pub(crate) fn remove_nodes(tx: &WriteTx<'_>, uris: &[String]) -> Result<usize> {
     ] {
         tx.execute(sql, vals![&keys[..]])?;
     }
-    Ok(keys.len())
+    Ok(found.into_iter().map(|f| f.0).collect())
 }
 
 /// [`upsert_edges`], naming the edge that fails. Each edge's ends are
@@ -646,6 +668,8 @@ pub(crate) mod code {
         view: Stmt<'c>,
         edge: Stmt<'c>,
         find: Stmt<'c>,
+        /// The nodes written and removed, in order, for the kept staleness ([`Writer::finish`]).
+        changed: Vec<(String, Option<String>)>,
     }
 
     impl<'c> Writer<'c> {
@@ -656,12 +680,12 @@ pub(crate) mod code {
                 // fifth of a first load's node writes); PostgreSQL returns it.
                 insert: match tx.sqlite() {
                     Some(_) => tx.prepare_write(
-                        "INSERT INTO uko_nodes (uri, domain, kind, label, version, resource_uri)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        "INSERT INTO uko_nodes (uri, domain, kind, label, version, resource_uri, current_version)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                     )?,
                     None => tx.prepare(
-                        "INSERT INTO uko_nodes (uri, domain, kind, label, version, resource_uri)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING node_id",
+                        "INSERT INTO uko_nodes (uri, domain, kind, label, version, resource_uri, current_version)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING node_id",
                     )?,
                 },
                 upsert: tx.prepare(UPSERT_NODE)?,
@@ -672,7 +696,23 @@ pub(crate) mod code {
                      ON CONFLICT (source_id, relation, target_id) DO UPDATE SET weight = excluded.weight",
                 )?,
                 find: tx.prepare("SELECT node_id FROM uko_nodes WHERE uri = ?1")?,
+                changed: Vec::new(),
             })
+        }
+
+        /// Removes nodes (see [`super::remove_nodes`]); returns how many went.
+        pub(crate) fn remove(&mut self, tx: &WriteTx<'_>, uris: &[String]) -> Result<usize> {
+            let gone = super::remove_nodes_only(tx, uris)?;
+            let n = gone.len();
+            self.changed.extend(gone.into_iter().map(|u| (u, None)));
+            Ok(n)
+        }
+
+        /// Tells the kept staleness what this writer changed: call before the commit.
+        pub(crate) fn finish(self, tx: &WriteTx<'_>) -> Result<()> {
+            let changed = self.changed;
+            drop((self.insert, self.upsert, self.clear, self.view, self.edge, self.find));
+            crate::store::tables::kept::nodes_changed(tx, &changed)
         }
 
         /// Writes `node` and its views: inserted when `fresh` (no node of its
@@ -685,7 +725,9 @@ pub(crate) mod code {
             keys: &mut FxHashMap<String, NodeKey>,
         ) -> Result<()> {
             checked(tx, node)?;
-            let values = vals![&node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri];
+            let current = node.current_version();
+            let values =
+                vals![&node.uri, &node.domain, &node.kind, &node.label, &node.version, &node.resource_uri, &current];
             let id = match (fresh, tx.sqlite()) {
                 (true, Some(c)) => {
                     self.insert.execute(values)?;
@@ -705,6 +747,7 @@ pub(crate) mod code {
                 self.view.execute(vals![id, v.depth, v.content.as_str()])?;
             }
             keys.insert(node.uri.clone(), id);
+            self.changed.push((node.uri.clone(), Some(current)));
             Ok(())
         }
 

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 
 use super::integrity::{self, GENESIS};
+use super::kept;
 use crate::decision::{Decision, DecisionId, DecisionType, IdMap, IdSet, PlanId};
 use crate::error::{Error, Result};
 use crate::hash::{self, Hash};
@@ -78,6 +79,8 @@ pub(crate) struct Ledger {
     /// The plan model's rules are checked on every entry (not on a copy,
     /// which writes what its source holds).
     rules: bool,
+    /// The entries appended, for the kept staleness and calibration.
+    events: Vec<kept::Event>,
 }
 
 /// What a transaction wrote, for the checks of a supersession while its
@@ -193,6 +196,7 @@ impl Ledger {
             written: tx.is_postgres().then(Written::default),
             last: None,
             rules: true,
+            events: Vec::new(),
         })
     }
 
@@ -271,6 +275,7 @@ impl Ledger {
         state.last = Some(state.last.map_or(this, |l| l.max(this)));
         *self.types.entry(d.decision_type()).or_default() += 1;
         self.inserted.insert(this, d.plan_id(), depth);
+        self.events.push(kept::Event::Insert(Box::new(kept::Facts::of(d, entry.log_index))));
         if let Some(w) = &mut self.written {
             if let Some(corrected) = d.corrects_decision_id() {
                 w.corrections.entry(corrected).or_default().push(this);
@@ -289,6 +294,7 @@ impl Ledger {
     /// Records a supersession row (`old` replaced by `new`) written as `entry`.
     pub(super) fn supersession_appended(&mut self, plan: PlanId, old: DecisionId, new: DecisionId, entry: &Entry) {
         self.appended(plan, old, entry).superseded += 1;
+        self.events.push(kept::Event::Supersede { id: old, log_index: entry.log_index });
         if let Some(w) = &mut self.written {
             w.links.insert(old, new);
         }
@@ -358,6 +364,7 @@ impl Ledger {
     /// [`Ledger::flush`], returning the decisions inserted, for
     /// [`Ledger::begin_after`] once the transaction has committed.
     pub(crate) fn flush_keeping(mut self, tx: &WriteTx<'_>) -> Result<Recent> {
+        kept::Kept::apply(tx, std::mem::take(&mut self.events))?;
         if let Some(n) = self.log {
             tx.execute(SET_LOG_LENGTH, vals![n])?;
         }

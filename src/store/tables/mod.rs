@@ -14,6 +14,7 @@
 //! - `references`: the code references `ingest` resolves;
 //! - `lexical`: the terms of ingested files, and BM25's statistics;
 //! - `history`: what `ingest` read of the git history, and `co_changed` links;
+//! - `kept`: staleness and calibration kept by the writes that change them;
 //! - `check`: the checks of `Store::check`.
 
 pub(crate) mod check;
@@ -24,6 +25,7 @@ pub(crate) mod graph;
 #[cfg_attr(not(feature = "ingest"), allow(dead_code))]
 pub(crate) mod history;
 pub(crate) mod integrity;
+pub(crate) mod kept;
 pub(crate) mod ledger;
 pub(crate) mod lexical;
 pub(crate) mod redactions;

@@ -570,7 +570,7 @@ fn apply(
             rows += step.rows();
             write(&tx, &mut writer, &mut keys, &step, report)?;
         }
-        drop(writer);
+        writer.finish(&tx)?;
         let done = steps.peek().is_none();
         if rows > 0 {
             generation = graph::bump(&tx, generation)?;
@@ -597,7 +597,7 @@ fn write(
 ) -> Result<()> {
     match step {
         Step::File(c) => {
-            graph::remove_nodes(tx, &c.remove)?;
+            writer.remove(tx, &c.remove)?;
             for uri in &c.remove {
                 keys.remove(uri);
             }

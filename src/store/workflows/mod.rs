@@ -5,7 +5,8 @@
 //! - `import`: the JSON Lines import pipeline (decisions, graph);
 //! - `ingest`: a source tree's graph, planned outside any transaction;
 //! - `history`: its git history, as `co_changed` links between files;
-//! - `copy`: a whole store into an empty one.
+//! - `copy`: a whole store into an empty one;
+//! - `kept`: the kept staleness and calibration, built from the rows.
 
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ pub(crate) mod history;
 pub(crate) mod import;
 #[cfg(feature = "ingest")]
 pub(crate) mod ingest;
+pub(crate) mod kept;
 
 /// The most records an import's [`Commit::Bounded`](import::Commit)
 /// transaction holds, and a copy's.
